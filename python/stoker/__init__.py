@@ -1,0 +1,19 @@
+"""Stoker: a native data engine that keeps the GPUs of a vision-language
+fine-tuning run fed.
+
+The work happens in C++ (``stoker._stoker``); this package is its Python face:
+
+* :class:`stoker.Loader` — batches from a JSONL manifest, with prefetch and stats;
+* :mod:`stoker.codec` — one image at a time (``decode``, ``probe``);
+* :mod:`stoker.errors` — the exceptions, one class per kind of failure;
+* ``stoker`` on the command line — ``stoker demo``.
+"""
+
+from stoker import errors  # first: the native module raises these
+from stoker import codec
+from stoker.errors import StokerError
+from stoker.loader import Loader
+
+__version__ = "0.1.0"
+
+__all__ = ["Loader", "StokerError", "codec", "errors", "__version__"]

@@ -1,0 +1,312 @@
+// The Python binding: the only code that includes nanobind.
+//
+// Every call that does work releases the GIL. Arrays leave as DLPack tensors (NumPy
+// or torch) that view engine memory; the capsule owner keeps that memory alive and
+// returns it to the buffer pool when Python drops the array. Status errors become
+// Python exceptions in one place (TranslateStatus), through stoker.errors.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+
+#include <chrono>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "stoker/codec/image_decoder.h"
+#include "stoker/core/buffer_pool.h"
+#include "stoker/core/status.h"
+#include "stoker/core/tensor.h"
+#include "stoker/pipeline/loader.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace stoker::binding {
+
+namespace {
+
+// Carries a Status (and the sample it belongs to) from C++ to the translator.
+struct StatusError : std::exception {
+  Status status;
+  std::string sample_key;
+  StatusError(Status s, std::string key) : status(std::move(s)), sample_key(std::move(key)) {}
+  const char* what() const noexcept override { return status.message().c_str(); }
+};
+
+[[noreturn]] void Throw(const Status& status, std::string sample_key = {}) {
+  throw StatusError(status, std::move(sample_key));
+}
+
+template <typename T>
+T Unwrap(Result<T> result) {
+  if (!result.ok()) Throw(result.status());
+  return std::move(result).ValueOrDie();
+}
+
+void TranslateStatus(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const StatusError& e) {
+    nb::object make_error = nb::module_::import_("stoker.errors").attr("_make_error");
+    nb::object exc = make_error(std::string(StatusCodeName(e.status.code())),
+                                e.status.message(), e.sample_key);
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+  }
+}
+
+enum class Framework { kNumpy, kTorch };
+
+Framework ParseFramework(const std::string& name) {
+  if (name == "numpy") return Framework::kNumpy;
+  if (name == "torch") return Framework::kTorch;
+  Throw(status::InvalidArgument("output must be 'numpy' or 'torch', got '", name, "'"));
+}
+
+nb::dlpack::dtype ToDLPack(DType dtype) {
+  switch (dtype) {
+    case DType::kUInt8: return nb::dtype<uint8_t>();
+    case DType::kInt32: return nb::dtype<int32_t>();
+    case DType::kInt64: return nb::dtype<int64_t>();
+    case DType::kFloat32: return nb::dtype<float>();
+  }
+  return nb::dtype<uint8_t>();
+}
+
+// A zero-copy view of `view` for Python; the capsule holds the owner reference.
+nb::object ExportTensor(TensorView view, Framework framework) {
+  auto* owner = new std::shared_ptr<const void>(std::move(view.owner));
+  nb::capsule capsule(owner, [](void* p) noexcept {
+    delete static_cast<std::shared_ptr<const void>*>(p);
+  });
+  size_t shape[TensorView::kMaxDims];
+  for (int i = 0; i < view.ndim; ++i) shape[i] = static_cast<size_t>(view.shape[i]);
+  const auto dtype = ToDLPack(view.dtype);
+  if (framework == Framework::kTorch) {
+    return nb::cast(nb::ndarray<nb::pytorch>(view.data, view.ndim, shape, capsule, nullptr,
+                                             dtype),
+                    nb::rv_policy::reference);
+  }
+  return nb::cast(
+      nb::ndarray<nb::numpy>(view.data, view.ndim, shape, capsule, nullptr, dtype),
+      nb::rv_policy::reference);
+}
+
+TensorView ImageView(codec::DecodedImage&& image) {
+  auto buffer = std::make_shared<Buffer>(std::move(image.pixels));
+  TensorView view;
+  view.data = buffer->data();
+  view.dtype = DType::kUInt8;
+  view.ndim = 3;
+  view.shape = {image.height, image.width, 3, 0};
+  view.owner = std::move(buffer);
+  return view;
+}
+
+// Pixels of images decoded by stoker.codec.decode come from here.
+std::shared_ptr<BufferPool>& DecodePool() {
+  static auto pool = BufferPool::Make(size_t{64} << 20);
+  return pool;
+}
+
+std::span<const uint8_t> BytesSpan(const nb::bytes& data) {
+  return {reinterpret_cast<const uint8_t*>(data.c_str()), data.size()};
+}
+
+nb::object Decode(nb::bytes data, int64_t max_pixels) {
+  codec::DecodeOptions options;
+  options.max_pixels = max_pixels;
+  Result<codec::DecodedImage> image = status::Internal("unreachable");
+  {
+    nb::gil_scoped_release release;  // `data` stays referenced by the caller's frame
+    image = codec::DecodeImage(BytesSpan(data), options, *DecodePool());
+  }
+  return ExportTensor(ImageView(Unwrap(std::move(image))), Framework::kNumpy);
+}
+
+nb::tuple Probe(nb::bytes data) {
+  codec::ImageInfo info = Unwrap(codec::ProbeImage(BytesSpan(data)));
+  return nb::make_tuple(std::string(codec::ImageFormatName(info.format)), info.width,
+                        info.height);
+}
+
+// One epoch. next() waits in slices so Ctrl-C reaches Python within ~0.1 s.
+class Epoch {
+ public:
+  Epoch(std::unique_ptr<pipeline::Pipeline> pipeline, Framework framework)
+      : pipeline_(std::move(pipeline)), framework_(framework) {}
+
+  // (batch dict, skipped list), or None at the end of the epoch.
+  nb::object Next() {
+    if (!pipeline_) Throw(status::Cancelled("this epoch is closed"));
+    constexpr std::chrono::milliseconds kInterruptCheck(100);
+    pipeline::Batch batch;
+    while (true) {
+      Result<pipeline::NextOutcome> outcome = status::Internal("unreachable");
+      {
+        nb::gil_scoped_release release;
+        outcome = pipeline_->Next(kInterruptCheck, &batch);
+      }
+      if (!outcome.ok()) Throw(outcome.status(), batch.failed_sample_key);
+      if (*outcome == pipeline::NextOutcome::kEnd) return nb::none();
+      if (*outcome == pipeline::NextOutcome::kBatch) break;
+      if (PyErr_CheckSignals() != 0) throw nb::python_error();
+    }
+    return ToPython(std::move(batch));
+  }
+
+  void Close() {
+    if (pipeline_) {
+      nb::gil_scoped_release release;
+      pipeline_->Close();
+    }
+    // Destroy outside the GIL-free block: nothing in it touches Python.
+    pipeline_.reset();
+  }
+
+  bool closed() const { return pipeline_ == nullptr; }
+
+ private:
+  nb::object ToPython(pipeline::Batch&& batch) {
+    nb::list keys, samples, images;
+    for (pipeline::SampleOutput& sample : batch.samples) {
+      keys.append(sample.sample_key);
+      samples.append(sample.json);
+      nb::list sample_images;
+      for (codec::DecodedImage& image : sample.images) {
+        sample_images.append(ExportTensor(ImageView(std::move(image)), framework_));
+      }
+      images.append(sample_images);
+    }
+    nb::dict out;
+    out["batch_index"] = batch.index;
+    out["sample_keys"] = keys;
+    out["samples"] = samples;
+    out["images"] = images;
+    nb::list skipped;
+    for (const pipeline::SkipRecord& record : batch.skipped) {
+      skipped.append(nb::make_tuple(record.sample_key,
+                                    std::string(StatusCodeName(record.status.code())),
+                                    record.status.message()));
+    }
+    return nb::make_tuple(out, skipped);
+  }
+
+  std::unique_ptr<pipeline::Pipeline> pipeline_;
+  Framework framework_;
+};
+
+nb::dict StatsToPython(const pipeline::Loader& loader) {
+  const pipeline::MetricsSnapshot s = loader.Snapshot();
+  nb::dict stages;
+  for (const pipeline::StageSnapshot& stage : s.stages) {
+    nb::dict d;
+    d["busy_s"] = stage.busy_s;
+    d["items"] = stage.items;
+    d["bytes"] = stage.bytes;
+    stages[stage.name.c_str()] = d;
+  }
+  nb::dict consumer;
+  consumer["batches"] = s.batches_delivered;
+  consumer["wait_s"] = s.consumer_wait_s;
+  consumer["wall_s"] = s.consumer_wall_s;
+  consumer["wait_ratio"] = s.consumer_wall_s > 0 ? s.consumer_wait_s / s.consumer_wall_s : 0.0;
+  nb::dict samples;
+  samples["delivered"] = s.samples_delivered;
+  samples["skipped"] = s.samples_skipped;
+  nb::list skips;
+  for (const pipeline::SkipRecord& record : s.recent_skips) {
+    nb::dict d;
+    d["sample_key"] = record.sample_key;
+    d["error"] = std::string(StatusCodeName(record.status.code()));
+    d["message"] = record.status.message();
+    skips.append(d);
+  }
+  const BufferPoolStats pool = loader.pool_stats();
+  nb::dict pool_dict;
+  pool_dict["acquired"] = pool.acquired;
+  pool_dict["reused"] = pool.reused;
+  pool_dict["cached_bytes"] = pool.cached_bytes;
+  pool_dict["outstanding_bytes"] = pool.outstanding_bytes;
+  nb::dict out;
+  out["stages"] = stages;
+  out["consumer"] = consumer;
+  out["samples"] = samples;
+  out["recent_skips"] = skips;
+  out["buffer_pool"] = pool_dict;
+  return out;
+}
+
+std::unique_ptr<pipeline::Loader> MakeLoader(
+    const std::string& manifest, const std::string& image_root, int64_t batch_size,
+    int num_threads, int prefetch, const std::string& on_error,
+    int64_t max_consecutive_errors, int64_t max_image_pixels, bool drop_last,
+    int64_t buffer_pool_bytes) {
+  pipeline::LoaderOptions options;
+  options.manifest_path = manifest;
+  options.image_root = image_root;
+  options.pipeline.batch_size = batch_size;
+  options.pipeline.num_threads = num_threads;
+  options.pipeline.prefetch = prefetch;
+  if (on_error == "raise") {
+    options.pipeline.on_error = pipeline::ErrorPolicy::kRaise;
+  } else if (on_error == "skip") {
+    options.pipeline.on_error = pipeline::ErrorPolicy::kSkip;
+  } else {
+    Throw(status::InvalidArgument("on_error must be 'raise' or 'skip', got '", on_error, "'"));
+  }
+  options.pipeline.max_consecutive_errors = max_consecutive_errors;
+  options.pipeline.max_image_pixels = max_image_pixels;
+  options.pipeline.drop_last = drop_last;
+  if (buffer_pool_bytes < 0) Throw(status::InvalidArgument("buffer_pool_bytes must be >= 0"));
+  options.buffer_pool_bytes = static_cast<size_t>(buffer_pool_bytes);
+  Result<std::unique_ptr<pipeline::Loader>> loader = status::Internal("unreachable");
+  {
+    nb::gil_scoped_release release;  // indexing a large manifest takes a while
+    loader = pipeline::Loader::Make(options);
+  }
+  return Unwrap(std::move(loader));
+}
+
+}  // namespace
+}  // namespace stoker::binding
+
+using namespace stoker;           // NOLINT: module definition only
+using namespace stoker::binding;  // NOLINT
+
+NB_MODULE(_stoker, m) {
+  m.doc() = "Stoker's native engine. Use the `stoker` package, not this module.";
+  nb::register_exception_translator(TranslateStatus);
+
+  m.attr("DEFAULT_MAX_IMAGE_PIXELS") = codec::kDefaultMaxImagePixels;
+  m.def("decode", &Decode, "data"_a, "max_pixels"_a = codec::kDefaultMaxImagePixels);
+  m.def("probe", &Probe, "data"_a);
+
+  nb::class_<Epoch>(m, "Epoch")
+      .def("next", &Epoch::Next)
+      .def("close", &Epoch::Close)
+      .def_prop_ro("closed", &Epoch::closed);
+
+  nb::class_<pipeline::Loader>(m, "Loader")
+      .def(nb::new_(&MakeLoader), "manifest"_a, "image_root"_a, "batch_size"_a,
+           "num_threads"_a, "prefetch"_a, "on_error"_a, "max_consecutive_errors"_a,
+           "max_image_pixels"_a, "drop_last"_a, "buffer_pool_bytes"_a)
+      .def(
+          "start_epoch",
+          [](pipeline::Loader& self, const std::string& output) {
+            const Framework framework = ParseFramework(output);
+            Result<std::unique_ptr<pipeline::Pipeline>> epoch = status::Internal("unreachable");
+            {
+              nb::gil_scoped_release release;
+              epoch = self.StartEpoch();
+            }
+            return std::make_unique<Epoch>(Unwrap(std::move(epoch)), framework);
+          },
+          "output"_a)
+      .def_prop_ro("num_samples", &pipeline::Loader::num_samples)
+      .def_prop_ro("num_batches", &pipeline::Loader::num_batches)
+      .def_prop_ro("image_root",
+                   [](const pipeline::Loader& self) { return self.options().image_root; })
+      .def("stats", &StatsToPython);
+}

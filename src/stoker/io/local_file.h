@@ -1,0 +1,22 @@
+// Local file reads. The object-store interface (S3, HTTP) will sit beside this; for
+// now the loader reads images from a local directory tree.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stoker/core/status.h"
+
+namespace stoker::io {
+
+// Reads the whole file at `path` into `out` (resized; its capacity is reused, so a
+// worker that keeps one vector allocates only when a file is larger than any before).
+// Errors: NotFound (no such file), IOError (permission, a directory, read failure),
+// each naming the path and the OS error.
+Status ReadFile(const std::string& path, std::vector<uint8_t>* out);
+
+// `relative` joined onto `root` unless it is absolute; `root` may be empty.
+std::string ResolvePath(const std::string& root, const std::string& relative);
+
+}  // namespace stoker::io

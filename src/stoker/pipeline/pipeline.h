@@ -1,0 +1,135 @@
+// Pipeline: one epoch of the loader — plan, parallel sample work, in-order delivery.
+//
+//   scheduler thread          worker threads (ThreadPool)        consumer (next())
+//   ----------------          ---------------------------        -----------------
+//   1. wait until batch k     2. per sample: parse the line,     4. take batch k in
+//      is admitted (prefetch)    read each image file, decode       order, apply the
+//   then submit its samples      into pooled memory; the last       error policy,
+//                                sample of k hands the batch to     hand it out
+//                             3. the InOrderQueue
+//
+// The pipeline owns every thread it starts. Close() (also run by the destructor)
+// stops the scheduler, drops queued work, lets running samples finish, and joins
+// every thread; it always returns, whether the consumer stopped early, an error was
+// raised mid-epoch, or the epoch finished.
+//
+// Thread-safety: Next() and Close() may be called from one consumer thread at a time;
+// Close() may also be called from another thread to abort a waiting Next().
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "stoker/codec/image_decoder.h"
+#include "stoker/concurrency/thread_pool.h"
+#include "stoker/core/buffer_pool.h"
+#include "stoker/core/status.h"
+#include "stoker/manifest/jsonl_file.h"
+#include "stoker/manifest/sample.h"
+#include "stoker/pipeline/in_order_queue.h"
+#include "stoker/pipeline/metrics.h"
+#include "stoker/plan/batch_plan.h"
+
+namespace stoker::pipeline {
+
+enum class ErrorPolicy { kRaise, kSkip };
+
+struct PipelineOptions {
+  std::string image_root;  // relative image paths are resolved against it
+  int64_t batch_size = 1;
+  int num_threads = 1;
+  int prefetch = 2;  // batches prepared ahead of the consumer (0: none)
+  ErrorPolicy on_error = ErrorPolicy::kRaise;
+  // Under kSkip: more failed samples than this in a row (in delivery order) is treated
+  // as a systemic fault and raised.
+  int64_t max_consecutive_errors = 16;
+  int64_t max_image_pixels = codec::kDefaultMaxImagePixels;
+  bool drop_last = false;
+};
+
+// InvalidArgument naming the first option out of range.
+Status ValidateOptions(const PipelineOptions& options);
+
+// One sample's output. `status` is not OK when it failed; the message then starts
+// with the sample key and names the image and the cause.
+struct SampleOutput {
+  int64_t index = -1;  // sample index in the manifest
+  Status status;
+  std::string sample_key;
+  std::string json;  // the raw manifest line
+  std::vector<codec::DecodedImage> images;
+};
+
+struct Batch {
+  int64_t index = -1;                // the batch number in the plan
+  std::vector<SampleOutput> samples;  // delivered samples (failures removed)
+  std::vector<SkipRecord> skipped;   // samples of this batch dropped under kSkip
+  // Set when Next() fails because of one sample: its key.
+  std::string failed_sample_key;
+};
+
+enum class NextOutcome { kBatch, kTimeout, kEnd };
+
+class Pipeline {
+ public:
+  static Result<std::unique_ptr<Pipeline>> Make(
+      std::shared_ptr<const manifest::JsonlFile> manifest, const PipelineOptions& options,
+      std::shared_ptr<Metrics> metrics, std::shared_ptr<BufferPool> pool);
+  ~Pipeline();
+
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Waits up to `timeout` for the next batch in plan order. kTimeout: call again
+  // (this lets the caller check for interrupts); kEnd: the epoch is complete.
+  // Errors: the first failed sample under kRaise; LimitExceeded when the consecutive
+  // failure limit is crossed under kSkip; Cancelled after Close().
+  Result<NextOutcome> Next(std::chrono::milliseconds timeout, Batch* out);
+
+  void Close();
+
+  int64_t num_batches() const { return plan_.num_batches(); }
+
+ private:
+  struct BatchSlot;
+  struct WorkerScratch {
+    manifest::SampleParser parser;
+    manifest::SampleRefs refs;
+    std::vector<uint8_t> file_bytes;
+  };
+
+  Pipeline(std::shared_ptr<const manifest::JsonlFile> manifest,
+           const PipelineOptions& options, plan::BatchPlan plan,
+           std::shared_ptr<Metrics> metrics, std::shared_ptr<BufferPool> pool);
+
+  void ScheduleLoop();
+  void ProcessSample(const std::shared_ptr<BatchSlot>& slot, size_t position,
+                     WorkerScratch& scratch);
+  Status ProcessSampleImpl(SampleOutput& out, WorkerScratch& scratch);
+
+  const std::shared_ptr<const manifest::JsonlFile> manifest_;
+  const PipelineOptions options_;
+  const plan::BatchPlan plan_;
+  const std::shared_ptr<Metrics> metrics_;
+  const std::shared_ptr<BufferPool> pool_;
+
+  std::vector<WorkerScratch> scratch_;  // one per worker; worker i touches only [i]
+  InOrderQueue<std::shared_ptr<BatchSlot>> queue_;
+  std::stop_source stop_;  // requested by Close(); workers and scheduler watch it
+  std::unique_ptr<ThreadPool> workers_;
+  std::jthread scheduler_;  // joined by Close()
+
+  // Consumer-side state, touched only by the thread calling Next().
+  int64_t delivered_ = 0;              // batches handed out
+  int64_t consecutive_failures_ = 0;  // in delivery order
+  bool consumer_started_ = false;
+  Clock::time_point consumer_mark_;
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace stoker::pipeline
