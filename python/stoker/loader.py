@@ -116,10 +116,12 @@ class Loader:
         self._epochs.add(epoch)
         return self._iterate(epoch)
 
-    @staticmethod
-    def _iterate(epoch: _stoker.Epoch) -> Iterator[Batch]:
+    def _iterate(self, epoch: _stoker.Epoch) -> Iterator[Batch]:
         # A generator so that leaving a for loop early (break, exception, garbage
         # collection of the iterator) runs `finally` and stops the epoch's threads.
+        # A method, not a staticmethod: the generator's frame keeps `self` alive, so
+        # `for batch in Loader(...)` does not collect the Loader (whose __del__ closes
+        # its epochs) while the loop is still running.
         try:
             while True:
                 item = epoch.next()
@@ -128,6 +130,8 @@ class Loader:
                 batch, skipped = item
                 for key, code, message in skipped:
                     logger.warning("skipped sample %s (%s): %s", key, code, message)
+                if batch is None:  # the end, after samples that failed past the last batch
+                    return
                 yield batch
         finally:
             epoch.close()
@@ -147,7 +151,8 @@ class Loader:
         ``stages``: per stage (``parse``, ``read``, ``decode``) the busy time summed
         over threads (``busy_s``), ``items`` and ``bytes``. ``consumer``: batches
         delivered, the time the training loop spent waiting inside ``next()``
-        (``wait_s``), the time from its first ``next()`` to its latest return
+        (``wait_s``; the latest and longest single waits are ``last_wait_s`` and
+        ``max_wait_s``), the time from its first ``next()`` to its latest return
         (``wall_s``) and their ratio, the **wait ratio**. ``samples``: delivered and
         skipped counts; ``recent_skips``: the latest skipped samples and why.
         ``buffer_pool``: pixel memory reuse.

@@ -137,7 +137,8 @@ class Epoch {
   Epoch(std::unique_ptr<pipeline::Pipeline> pipeline, Framework framework)
       : pipeline_(std::move(pipeline)), framework_(framework) {}
 
-  // (batch dict, skipped list), or None at the end of the epoch.
+  // (batch dict, skipped list); at the end of the epoch (None, skipped list) when
+  // samples failed after the last batch, else None.
   nb::object Next() {
     if (!pipeline_) Throw(status::Cancelled("this epoch is closed"));
     constexpr std::chrono::milliseconds kInterruptCheck(100);
@@ -149,7 +150,10 @@ class Epoch {
         outcome = pipeline_->Next(kInterruptCheck, &batch);
       }
       if (!outcome.ok()) Throw(outcome.status(), batch.failed_sample_key);
-      if (*outcome == pipeline::NextOutcome::kEnd) return nb::none();
+      if (*outcome == pipeline::NextOutcome::kEnd) {
+        if (batch.skipped.empty()) return nb::none();
+        return nb::make_tuple(nb::none(), SkippedToPython(batch.skipped));
+      }
       if (*outcome == pipeline::NextOutcome::kBatch) break;
       if (PyErr_CheckSignals() != 0) throw nb::python_error();
     }
@@ -184,13 +188,18 @@ class Epoch {
     out["sample_keys"] = keys;
     out["samples"] = samples;
     out["images"] = images;
+    return nb::make_tuple(out, SkippedToPython(batch.skipped));
+  }
+
+  // [(sample key, status code name, message), ...]
+  static nb::list SkippedToPython(const std::vector<pipeline::SkipRecord>& records) {
     nb::list skipped;
-    for (const pipeline::SkipRecord& record : batch.skipped) {
+    for (const pipeline::SkipRecord& record : records) {
       skipped.append(nb::make_tuple(record.sample_key,
                                     std::string(StatusCodeName(record.status.code())),
                                     record.status.message()));
     }
-    return nb::make_tuple(out, skipped);
+    return skipped;
   }
 
   std::unique_ptr<pipeline::Pipeline> pipeline_;
@@ -211,6 +220,8 @@ nb::dict StatsToPython(const pipeline::Loader& loader) {
   consumer["batches"] = s.batches_delivered;
   consumer["wait_s"] = s.consumer_wait_s;
   consumer["wall_s"] = s.consumer_wall_s;
+  consumer["last_wait_s"] = s.consumer_last_wait_s;
+  consumer["max_wait_s"] = s.consumer_max_wait_s;
   consumer["wait_ratio"] = s.consumer_wall_s > 0 ? s.consumer_wait_s / s.consumer_wall_s : 0.0;
   nb::dict samples;
   samples["delivered"] = s.samples_delivered;
@@ -283,7 +294,7 @@ NB_MODULE(_stoker, m) {
   m.def("decode", &Decode, "data"_a, "max_pixels"_a = codec::kDefaultMaxImagePixels);
   m.def("probe", &Probe, "data"_a);
 
-  nb::class_<Epoch>(m, "Epoch")
+  nb::class_<Epoch>(m, "Epoch", nb::is_weak_referenceable())
       .def("next", &Epoch::Next)
       .def("close", &Epoch::Close)
       .def_prop_ro("closed", &Epoch::closed);

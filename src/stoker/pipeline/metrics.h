@@ -56,6 +56,8 @@ struct MetricsSnapshot {
   int64_t samples_skipped;
   double consumer_wait_s;
   double consumer_wall_s;
+  double consumer_last_wait_s;
+  double consumer_max_wait_s;
   std::vector<SkipRecord> recent_skips;  // the most recent kMaxRecentSkips
 };
 
@@ -72,6 +74,16 @@ class Metrics {
   std::atomic<int64_t> samples_skipped{0};
   std::atomic<int64_t> consumer_wait_ns{0};
   std::atomic<int64_t> consumer_wall_ns{0};
+  // Per next() call that returned a batch (or the end): the latest and the longest wait.
+  std::atomic<int64_t> consumer_last_wait_ns{0};
+  std::atomic<int64_t> consumer_max_wait_ns{0};
+
+  void RecordNextWait(int64_t ns) {
+    consumer_last_wait_ns.store(ns, std::memory_order_relaxed);
+    int64_t max = consumer_max_wait_ns.load(std::memory_order_relaxed);
+    while (ns > max && !consumer_max_wait_ns.compare_exchange_weak(max, ns)) {
+    }
+  }
 
   void RecordSkip(SkipRecord record) {
     samples_skipped.fetch_add(1, std::memory_order_relaxed);
@@ -93,6 +105,8 @@ class Metrics {
     s.samples_skipped = samples_skipped.load(std::memory_order_relaxed);
     s.consumer_wait_s = consumer_wait_ns.load(std::memory_order_relaxed) * 1e-9;
     s.consumer_wall_s = consumer_wall_ns.load(std::memory_order_relaxed) * 1e-9;
+    s.consumer_last_wait_s = consumer_last_wait_ns.load(std::memory_order_relaxed) * 1e-9;
+    s.consumer_max_wait_s = consumer_max_wait_ns.load(std::memory_order_relaxed) * 1e-9;
     std::lock_guard lock(skips_mutex_);
     s.recent_skips.assign(recent_skips_.begin(), recent_skips_.end());
     return s;

@@ -149,11 +149,18 @@ Result<NextOutcome> Pipeline::Next(std::chrono::milliseconds timeout, Batch* out
     consumer_started_ = true;
     consumer_mark_ = call_start;
   }
-  auto account = [&] {
+  // `final_return`: false when Next() returns kTimeout and the caller will come back
+  // for the same batch; the wait of one logical next() spans those calls.
+  auto account = [&](bool final_return = true) {
     const auto now = Clock::now();
-    metrics_->consumer_wait_ns.fetch_add(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(now - call_start).count(),
-        std::memory_order_relaxed);
+    const int64_t waited =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now - call_start).count();
+    metrics_->consumer_wait_ns.fetch_add(waited, std::memory_order_relaxed);
+    pending_wait_ns_ += waited;
+    if (final_return) {
+      metrics_->RecordNextWait(pending_wait_ns_);
+      pending_wait_ns_ = 0;
+    }
     metrics_->consumer_wall_ns.fetch_add(
         std::chrono::duration_cast<std::chrono::nanoseconds>(now - consumer_mark_).count(),
         std::memory_order_relaxed);
@@ -169,6 +176,9 @@ Result<NextOutcome> Pipeline::Next(std::chrono::milliseconds timeout, Batch* out
       return status::Cancelled("the loader's epoch was closed");
     }
     if (delivered_ >= plan_.num_batches()) {
+      // Samples skipped after the last delivered batch still reach the caller.
+      out->skipped = std::move(pending_skips_);
+      pending_skips_.clear();
       account();
       return NextOutcome::kEnd;
     }
@@ -177,7 +187,7 @@ Result<NextOutcome> Pipeline::Next(std::chrono::milliseconds timeout, Batch* out
                                          Clock::now() - call_start);
     switch (queue_.Next(std::max(remaining, std::chrono::milliseconds(0)), &slot)) {
       case InOrderQueue<std::shared_ptr<BatchSlot>>::NextResult::kTimeout:
-        account();
+        account(/*final_return=*/false);
         return NextOutcome::kTimeout;
       case InOrderQueue<std::shared_ptr<BatchSlot>>::NextResult::kClosed:
         account();
@@ -203,7 +213,7 @@ Result<NextOutcome> Pipeline::Next(std::chrono::milliseconds timeout, Batch* out
       ++consecutive_failures_;
       SkipRecord record{sample.sample_key, sample.status};
       metrics_->RecordSkip(record);
-      out->skipped.push_back(std::move(record));
+      pending_skips_.push_back(std::move(record));
       if (consecutive_failures_ > options_.max_consecutive_errors) {
         failure = status::LimitExceeded(
             std::to_string(consecutive_failures_),
@@ -216,10 +226,16 @@ Result<NextOutcome> Pipeline::Next(std::chrono::milliseconds timeout, Batch* out
       }
     }
     if (!failure.ok()) {
+      out->skipped = std::move(pending_skips_);
+      pending_skips_.clear();
       account();
       return failure;
     }
-    if (out->samples.empty()) continue;  // every sample was skipped: next batch
+    // Every sample was skipped: next batch. The records wait in pending_skips_, which
+    // (unlike `out`) survives a kTimeout return while that batch is being prepared.
+    if (out->samples.empty()) continue;
+    out->skipped = std::move(pending_skips_);
+    pending_skips_.clear();
     metrics_->batches_delivered.fetch_add(1, std::memory_order_relaxed);
     metrics_->samples_delivered.fetch_add(static_cast<int64_t>(out->samples.size()),
                                           std::memory_order_relaxed);

@@ -68,7 +68,9 @@ struct SampleOutput {
 struct Batch {
   int64_t index = -1;                // the batch number in the plan
   std::vector<SampleOutput> samples;  // delivered samples (failures removed)
-  std::vector<SkipRecord> skipped;   // samples of this batch dropped under kSkip
+  // Samples dropped under kSkip since the previous batch (those of batches that failed
+  // entirely included); also set with kEnd, for failures after the last batch.
+  std::vector<SkipRecord> skipped;
   // Set when Next() fails because of one sample: its key.
   std::string failed_sample_key;
 };
@@ -129,6 +131,10 @@ class Pipeline {
   int64_t consecutive_failures_ = 0;  // in delivery order
   bool consumer_started_ = false;
   Clock::time_point consumer_mark_;
+  // Samples skipped since the last Next() that returned a batch, the end or an error:
+  // handed out with that return, kept across kTimeout returns.
+  std::vector<SkipRecord> pending_skips_;
+  int64_t pending_wait_ns_ = 0;  // wait so far of a next() that timed out and will retry
   std::atomic<bool> closed_{false};
 };
 

@@ -128,6 +128,8 @@ TEST(PipelineTest, EpochsRepeatAndMetricsAccumulate) {
   EXPECT_EQ(m.stages[2].bytes, m.stages[2].items * 4 * 3 * 3);
   EXPECT_GT(m.consumer_wall_s, 0);
   EXPECT_LE(m.consumer_wait_s, m.consumer_wall_s + 1e-9);
+  EXPECT_GE(m.consumer_max_wait_s, m.consumer_last_wait_s);
+  EXPECT_LE(m.consumer_max_wait_s, m.consumer_wait_s + 1e-9);
 }
 
 TEST(PipelineTest, RaisePolicyReportsTheFirstFailedSample) {
