@@ -1,4 +1,6 @@
-// The Python binding: the only code that includes nanobind.
+// The Python binding (this folder is the only code that includes nanobind): the
+// module definition, the loader and the codec. Later components bind their functions
+// in their own file here and are registered from NB_MODULE below.
 //
 // Every call that does work releases the GIL. Arrays leave as DLPack tensors (NumPy
 // or torch) that view engine memory; the capsule owner keeps that memory alive and
@@ -11,6 +13,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -18,6 +21,7 @@
 #include "stoker/core/buffer_pool.h"
 #include "stoker/core/status.h"
 #include "stoker/core/tensor.h"
+#include "stoker/binding/binding_util.h"
 #include "stoker/pipeline/loader.h"
 
 namespace nb = nanobind;
@@ -26,72 +30,6 @@ using namespace nb::literals;
 namespace stoker::binding {
 
 namespace {
-
-// Carries a Status (and the sample it belongs to) from C++ to the translator.
-struct StatusError : std::exception {
-  Status status;
-  std::string sample_key;
-  StatusError(Status s, std::string key) : status(std::move(s)), sample_key(std::move(key)) {}
-  const char* what() const noexcept override { return status.message().c_str(); }
-};
-
-[[noreturn]] void Throw(const Status& status, std::string sample_key = {}) {
-  throw StatusError(status, std::move(sample_key));
-}
-
-template <typename T>
-T Unwrap(Result<T> result) {
-  if (!result.ok()) Throw(result.status());
-  return std::move(result).ValueOrDie();
-}
-
-void TranslateStatus(const std::exception_ptr& p, void*) {
-  try {
-    std::rethrow_exception(p);
-  } catch (const StatusError& e) {
-    nb::object make_error = nb::module_::import_("stoker.errors").attr("_make_error");
-    nb::object exc = make_error(std::string(StatusCodeName(e.status.code())),
-                                e.status.message(), e.sample_key);
-    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
-  }
-}
-
-enum class Framework { kNumpy, kTorch };
-
-Framework ParseFramework(const std::string& name) {
-  if (name == "numpy") return Framework::kNumpy;
-  if (name == "torch") return Framework::kTorch;
-  Throw(status::InvalidArgument("output must be 'numpy' or 'torch', got '", name, "'"));
-}
-
-nb::dlpack::dtype ToDLPack(DType dtype) {
-  switch (dtype) {
-    case DType::kUInt8: return nb::dtype<uint8_t>();
-    case DType::kInt32: return nb::dtype<int32_t>();
-    case DType::kInt64: return nb::dtype<int64_t>();
-    case DType::kFloat32: return nb::dtype<float>();
-  }
-  return nb::dtype<uint8_t>();
-}
-
-// A zero-copy view of `view` for Python; the capsule holds the owner reference.
-nb::object ExportTensor(TensorView view, Framework framework) {
-  auto* owner = new std::shared_ptr<const void>(std::move(view.owner));
-  nb::capsule capsule(owner, [](void* p) noexcept {
-    delete static_cast<std::shared_ptr<const void>*>(p);
-  });
-  size_t shape[TensorView::kMaxDims];
-  for (int i = 0; i < view.ndim; ++i) shape[i] = static_cast<size_t>(view.shape[i]);
-  const auto dtype = ToDLPack(view.dtype);
-  if (framework == Framework::kTorch) {
-    return nb::cast(nb::ndarray<nb::pytorch>(view.data, view.ndim, shape, capsule, nullptr,
-                                             dtype),
-                    nb::rv_policy::reference);
-  }
-  return nb::cast(
-      nb::ndarray<nb::numpy>(view.data, view.ndim, shape, capsule, nullptr, dtype),
-      nb::rv_policy::reference);
-}
 
 TensorView ImageView(codec::DecodedImage&& image) {
   auto buffer = std::make_shared<Buffer>(std::move(image.pixels));
@@ -108,10 +46,6 @@ TensorView ImageView(codec::DecodedImage&& image) {
 std::shared_ptr<BufferPool>& DecodePool() {
   static auto pool = BufferPool::Make(size_t{64} << 20);
   return pool;
-}
-
-std::span<const uint8_t> BytesSpan(const nb::bytes& data) {
-  return {reinterpret_cast<const uint8_t*>(data.c_str()), data.size()};
 }
 
 nb::object Decode(nb::bytes data, int64_t max_pixels) {
@@ -137,10 +71,17 @@ class Epoch {
   Epoch(std::unique_ptr<pipeline::Pipeline> pipeline, Framework framework)
       : pipeline_(std::move(pipeline)), framework_(framework) {}
 
-  // (batch dict, skipped list); at the end of the epoch (None, skipped list) when
-  // samples failed after the last batch, else None.
+  // (batch dict, skipped list); None at the end of the epoch. (None, skipped list)
+  // reports samples skipped with no batch to carry them (after the last batch, or
+  // before an error): the caller logs them and calls again, which gives the end or
+  // raises the error.
   nb::object Next() {
     if (!pipeline_) Throw(status::Cancelled("this epoch is closed"));
+    if (pending_error_) {
+      auto [status, key] = std::move(*pending_error_);
+      pending_error_.reset();
+      Throw(status, std::move(key));
+    }
     constexpr std::chrono::milliseconds kInterruptCheck(100);
     pipeline::Batch batch;
     while (true) {
@@ -149,7 +90,11 @@ class Epoch {
         nb::gil_scoped_release release;
         outcome = pipeline_->Next(kInterruptCheck, &batch);
       }
-      if (!outcome.ok()) Throw(outcome.status(), batch.failed_sample_key);
+      if (!outcome.ok()) {
+        if (batch.skipped.empty()) Throw(outcome.status(), batch.failed_sample_key);
+        pending_error_.emplace(outcome.status(), std::move(batch.failed_sample_key));
+        return nb::make_tuple(nb::none(), SkippedToPython(batch.skipped));
+      }
       if (*outcome == pipeline::NextOutcome::kEnd) {
         if (batch.skipped.empty()) return nb::none();
         return nb::make_tuple(nb::none(), SkippedToPython(batch.skipped));
@@ -204,6 +149,8 @@ class Epoch {
 
   std::unique_ptr<pipeline::Pipeline> pipeline_;
   Framework framework_;
+  // An error held back while the samples skipped before it are reported.
+  std::optional<std::pair<Status, std::string>> pending_error_;
 };
 
 nb::dict StatsToPython(const pipeline::Loader& loader) {
@@ -289,6 +236,7 @@ using namespace stoker::binding;  // NOLINT
 NB_MODULE(_stoker, m) {
   m.doc() = "Stoker's native engine. Use the `stoker` package, not this module.";
   nb::register_exception_translator(TranslateStatus);
+  // Component registrations (one Register*(m) call per binding file) go here.
 
   m.attr("DEFAULT_MAX_IMAGE_PIXELS") = codec::kDefaultMaxImagePixels;
   m.def("decode", &Decode, "data"_a, "max_pixels"_a = codec::kDefaultMaxImagePixels);

@@ -1,0 +1,93 @@
+// Shared pieces of the Python binding: Status -> exception, Result unwrapping, and
+// zero-copy export of TensorViews. Each component's binding file (module.cc for the
+// loader and codec; one file per later component) includes this and registers its
+// functions from a Register*(nb::module_&) call made in module.cc.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+
+#include <exception>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "stoker/core/status.h"
+#include "stoker/core/tensor.h"
+
+namespace stoker::binding {
+
+namespace nb = nanobind;
+
+// Carries a Status (and the sample it belongs to) from C++ to the translator.
+struct StatusError : std::exception {
+  Status status;
+  std::string sample_key;
+  StatusError(Status s, std::string key) : status(std::move(s)), sample_key(std::move(key)) {}
+  const char* what() const noexcept override { return status.message().c_str(); }
+};
+
+[[noreturn]] inline void Throw(const Status& status, std::string sample_key = {}) {
+  throw StatusError(status, std::move(sample_key));
+}
+
+template <typename T>
+T Unwrap(Result<T> result) {
+  if (!result.ok()) Throw(result.status());
+  return std::move(result).ValueOrDie();
+}
+
+inline void TranslateStatus(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const StatusError& e) {
+    nb::object make_error = nb::module_::import_("stoker.errors").attr("_make_error");
+    nb::object exc = make_error(std::string(StatusCodeName(e.status.code())),
+                                e.status.message(), e.sample_key);
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+  }
+}
+
+enum class Framework { kNumpy, kTorch };
+
+inline Framework ParseFramework(const std::string& name) {
+  if (name == "numpy") return Framework::kNumpy;
+  if (name == "torch") return Framework::kTorch;
+  Throw(status::InvalidArgument("output must be 'numpy' or 'torch', got '", name, "'"));
+}
+
+inline nb::dlpack::dtype ToDLPack(DType dtype) {
+  switch (dtype) {
+    case DType::kUInt8: return nb::dtype<uint8_t>();
+    case DType::kInt32: return nb::dtype<int32_t>();
+    case DType::kInt64: return nb::dtype<int64_t>();
+    case DType::kFloat32: return nb::dtype<float>();
+  }
+  return nb::dtype<uint8_t>();
+}
+
+// A zero-copy view of `view` for Python; the capsule holds the owner reference.
+inline nb::object ExportTensor(TensorView view, Framework framework) {
+  auto* owner = new std::shared_ptr<const void>(std::move(view.owner));
+  nb::capsule capsule(owner, [](void* p) noexcept {
+    delete static_cast<std::shared_ptr<const void>*>(p);
+  });
+  size_t shape[TensorView::kMaxDims];
+  for (int i = 0; i < view.ndim; ++i) shape[i] = static_cast<size_t>(view.shape[i]);
+  const auto dtype = ToDLPack(view.dtype);
+  if (framework == Framework::kTorch) {
+    return nb::cast(nb::ndarray<nb::pytorch>(view.data, view.ndim, shape, capsule, nullptr,
+                                             dtype),
+                    nb::rv_policy::reference);
+  }
+  return nb::cast(
+      nb::ndarray<nb::numpy>(view.data, view.ndim, shape, capsule, nullptr, dtype),
+      nb::rv_policy::reference);
+}
+
+inline std::span<const uint8_t> BytesSpan(const nb::bytes& data) {
+  return {reinterpret_cast<const uint8_t*>(data.c_str()), data.size()};
+}
+
+}  // namespace stoker::binding
