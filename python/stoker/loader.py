@@ -130,8 +130,8 @@ class Loader:
                 batch, skipped = item
                 for key, code, message in skipped:
                     logger.warning("skipped sample %s (%s): %s", key, code, message)
-                if batch is None:  # the end, after samples that failed past the last batch
-                    return
+                if batch is None:  # failures with no batch to carry them: ask again
+                    continue
                 yield batch
         finally:
             epoch.close()

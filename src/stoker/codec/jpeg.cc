@@ -31,6 +31,10 @@ struct ErrorManager {
   std::jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
   bool truncated;
+  // Set once every scanline has been delivered. Pillow stops there: running out of
+  // data in jpeg_finish_decompress (while it looks for EOI) only suspends its decoder,
+  // and it returns the complete image. A data shortfall from then on is not truncation.
+  bool scanlines_done;
 };
 
 [[noreturn]] void OnError(j_common_ptr cinfo) {
@@ -43,8 +47,10 @@ void OnMessage(j_common_ptr cinfo, int msg_level) {
   // Level -1 is a warning. libjpeg recovers from most (Pillow ignores them too), but
   // premature end of data means it padded the image with grey: Pillow reports such a
   // file as truncated, and so do we.
-  if (msg_level == -1 && cinfo->err->msg_code == JWRN_JPEG_EOF) {
-    reinterpret_cast<ErrorManager*>(cinfo->err)->truncated = true;
+  // Only while pixels are still being decoded (see ErrorManager::scanlines_done).
+  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  if (msg_level == -1 && cinfo->err->msg_code == JWRN_JPEG_EOF && !err->scanlines_done) {
+    err->truncated = true;
   }
 }
 
@@ -116,6 +122,7 @@ Status DecodeJpeg(std::span<const uint8_t> data, const ImageInfo& info,
   err.pub.error_exit = OnError;
   err.pub.emit_message = OnMessage;
   err.truncated = false;
+  err.scanlines_done = false;
   err.message[0] = '\0';
   // Scratch for one CMYK row, sized before setjmp: after it, no C++ object may change
   // in a way a longjmp could skip.
@@ -149,6 +156,9 @@ Status DecodeJpeg(std::span<const uint8_t> data, const ImageInfo& info,
     jpeg_read_scanlines(&cinfo, &row, 1);
     if (cmyk) CmykInvertedRowToRgb(cmyk_row.data(), dst, info.width);
   }
+  // Written through cinfo.err (the pointer libjpeg's callbacks use), so the store is
+  // visible to OnMessage; `err` itself is not touched across the setjmp.
+  reinterpret_cast<ErrorManager*>(cinfo.err)->scanlines_done = true;
   jpeg_finish_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
   if (err.truncated) {
