@@ -3,7 +3,8 @@ fine-tuning run fed.
 
 The work happens in C++ (``stoker._stoker``); this package is its Python face:
 
-* :class:`stoker.Loader` — batches from a JSONL manifest, with prefetch and stats;
+* :class:`stoker.Loader` — batches from JSONL manifests (:class:`stoker.Source` for
+  weighted mixes), with prefetch, sharding, exact resume and stats;
 * :mod:`stoker.codec` — one image at a time (``decode``, ``probe``);
 * :mod:`stoker.errors` — the exceptions, one class per kind of failure;
 * ``stoker`` on the command line — ``stoker demo``.
@@ -13,7 +14,8 @@ from stoker import errors  # first: the native module raises these
 from stoker import codec
 from stoker.errors import StokerError
 from stoker.loader import Loader
+from stoker.sources import Source
 
 __version__ = "0.1.0"
 
-__all__ = ["Loader", "StokerError", "codec", "errors", "__version__"]
+__all__ = ["Loader", "Source", "StokerError", "codec", "errors", "__version__"]

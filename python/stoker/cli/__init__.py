@@ -1,4 +1,4 @@
-"""The ``stoker`` command line: ``stoker demo``."""
+"""The ``stoker`` command line: ``stoker demo``, ``stoker index``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    from stoker.cli import demo
+    from stoker.cli import demo, index
 
     parser = argparse.ArgumentParser(
         prog="stoker",
@@ -18,6 +18,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo.add_parser(commands)
+    index.add_parser(commands)
     return parser
 
 
@@ -33,8 +34,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from stoker.errors import StokerError
+
     try:
         return int(args.run(args) or 0)
+    except (StokerError, OSError, ValueError) as e:
+        print(f"stoker {args.command}: error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

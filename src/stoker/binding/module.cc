@@ -9,7 +9,9 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
 
 #include <chrono>
 #include <memory>
@@ -23,6 +25,7 @@
 #include "stoker/core/tensor.h"
 #include "stoker/binding/binding_util.h"
 #include "stoker/pipeline/loader.h"
+#include "stoker/plan/epoch_plan.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -196,15 +199,36 @@ nb::dict StatsToPython(const pipeline::Loader& loader) {
   return out;
 }
 
+// (name, manifest paths, image root, integer weight, repeat) per source.
+using SourceTuple =
+    std::tuple<std::string, std::vector<std::string>, std::string, uint64_t, int64_t>;
+
+plan::EpochPolicy ParsePolicy(const std::string& name) {
+  if (name == "first_exhausted") return plan::EpochPolicy::kFirstExhausted;
+  if (name == "samples") return plan::EpochPolicy::kFixedSamples;
+  if (name == "repeat") return plan::EpochPolicy::kRepeat;
+  Throw(status::InvalidArgument(
+      "epoch_policy must be 'first_exhausted', 'samples' or 'repeat', got '", name, "'"));
+}
+
 std::unique_ptr<pipeline::Loader> MakeLoader(
-    const std::string& manifest, const std::string& image_root, int64_t batch_size,
-    int num_threads, int prefetch, const std::string& on_error,
-    int64_t max_consecutive_errors, int64_t max_image_pixels, bool drop_last,
-    int64_t buffer_pool_bytes) {
+    const std::vector<SourceTuple>& sources, int64_t batch_size, uint64_t seed, bool shuffle,
+    const std::string& epoch_policy, int64_t samples_per_epoch, int world_size, int rank,
+    bool drop_last, int num_threads, int prefetch, const std::string& on_error,
+    int64_t max_consecutive_errors, int64_t max_image_pixels, int64_t buffer_pool_bytes,
+    const std::string& index_cache_dir) {
   pipeline::LoaderOptions options;
-  options.manifest_path = manifest;
-  options.image_root = image_root;
-  options.pipeline.batch_size = batch_size;
+  for (const auto& [name, paths, image_root, weight, repeat] : sources) {
+    options.sources.push_back({name, paths, image_root, weight, repeat});
+  }
+  options.plan.batch_size = batch_size;
+  options.plan.seed = seed;
+  options.plan.shuffle = shuffle;
+  options.plan.policy = ParsePolicy(epoch_policy);
+  options.plan.samples_per_epoch = samples_per_epoch;
+  options.plan.world_size = world_size;
+  options.plan.rank = rank;
+  options.plan.drop_last = drop_last;
   options.pipeline.num_threads = num_threads;
   options.pipeline.prefetch = prefetch;
   if (on_error == "raise") {
@@ -216,15 +240,66 @@ std::unique_ptr<pipeline::Loader> MakeLoader(
   }
   options.pipeline.max_consecutive_errors = max_consecutive_errors;
   options.pipeline.max_image_pixels = max_image_pixels;
-  options.pipeline.drop_last = drop_last;
   if (buffer_pool_bytes < 0) Throw(status::InvalidArgument("buffer_pool_bytes must be >= 0"));
   options.buffer_pool_bytes = static_cast<size_t>(buffer_pool_bytes);
+  options.open.index_cache_dir = index_cache_dir;
   Result<std::unique_ptr<pipeline::Loader>> loader = status::Internal("unreachable");
   {
     nb::gil_scoped_release release;  // indexing a large manifest takes a while
     loader = pipeline::Loader::Make(options);
   }
   return Unwrap(std::move(loader));
+}
+
+nb::dict PlanInfo(const pipeline::Loader& self, int64_t epoch) {
+  plan::EpochPlan plan = Unwrap(self.Plan(epoch));
+  nb::dict d;
+  d["num_batches"] = plan.num_batches();
+  d["epoch_samples"] = plan.epoch_samples();
+  d["global_batch_size"] = plan.global_batch_size();
+  d["dropped_tail"] = plan.dropped_tail();
+  return d;
+}
+
+// The sample keys of this rank's batch (or, with global_batch, of every rank's part of
+// it), from the plan alone: nothing is read but the index.
+nb::list PlanKeys(const pipeline::Loader& self, int64_t epoch, int64_t batch,
+                  bool global_batch) {
+  plan::EpochPlan plan = Unwrap(self.Plan(epoch));
+  if (batch < 0 || batch >= plan.num_batches()) {
+    Throw(status::InvalidArgument("batch ", std::to_string(batch), " is outside epoch ",
+                                  std::to_string(epoch), "'s ",
+                                  std::to_string(plan.num_batches()), " batches"));
+  }
+  std::vector<plan::SampleRef> refs;
+  if (global_batch) {
+    plan.GlobalBatch(batch, &refs);
+  } else {
+    plan.RankBatch(batch, &refs);
+  }
+  nb::list keys;
+  for (const plan::SampleRef& ref : refs) {
+    keys.append(self.sources()[ref.source]->SampleKey(ref.index));
+  }
+  return keys;
+}
+
+nb::list SourceInfo(const pipeline::Loader& self) {
+  nb::list out;
+  for (const auto& source : self.sources()) {
+    nb::list files;
+    for (const auto& file : source->files()) {
+      files.append(nb::make_tuple(file->path(), file->size_bytes(), file->num_samples(),
+                                  file->index_from_cache()));
+    }
+    nb::dict d;
+    d["name"] = source->name();
+    d["num_samples"] = source->num_samples();
+    d["image_root"] = source->image_root();
+    d["files"] = files;
+    out.append(d);
+  }
+  return out;
 }
 
 }  // namespace
@@ -248,24 +323,26 @@ NB_MODULE(_stoker, m) {
       .def_prop_ro("closed", &Epoch::closed);
 
   nb::class_<pipeline::Loader>(m, "Loader")
-      .def(nb::new_(&MakeLoader), "manifest"_a, "image_root"_a, "batch_size"_a,
-           "num_threads"_a, "prefetch"_a, "on_error"_a, "max_consecutive_errors"_a,
-           "max_image_pixels"_a, "drop_last"_a, "buffer_pool_bytes"_a)
+      .def(nb::new_(&MakeLoader), "sources"_a, "batch_size"_a, "seed"_a, "shuffle"_a,
+           "epoch_policy"_a, "samples_per_epoch"_a, "world_size"_a, "rank"_a,
+           "drop_last"_a, "num_threads"_a, "prefetch"_a, "on_error"_a,
+           "max_consecutive_errors"_a, "max_image_pixels"_a, "buffer_pool_bytes"_a,
+           "index_cache_dir"_a)
       .def(
           "start_epoch",
-          [](pipeline::Loader& self, const std::string& output) {
+          [](pipeline::Loader& self, int64_t epoch, int64_t start_batch,
+             const std::string& output) {
             const Framework framework = ParseFramework(output);
-            Result<std::unique_ptr<pipeline::Pipeline>> epoch = status::Internal("unreachable");
+            Result<std::unique_ptr<pipeline::Pipeline>> run = status::Internal("unreachable");
             {
               nb::gil_scoped_release release;
-              epoch = self.StartEpoch();
+              run = self.StartEpoch(epoch, start_batch);
             }
-            return std::make_unique<Epoch>(Unwrap(std::move(epoch)), framework);
+            return std::make_unique<Epoch>(Unwrap(std::move(run)), framework);
           },
-          "output"_a)
-      .def_prop_ro("num_samples", &pipeline::Loader::num_samples)
-      .def_prop_ro("num_batches", &pipeline::Loader::num_batches)
-      .def_prop_ro("image_root",
-                   [](const pipeline::Loader& self) { return self.options().image_root; })
+          "epoch"_a, "start_batch"_a, "output"_a)
+      .def("plan_info", &PlanInfo, "epoch"_a)
+      .def("plan_keys", &PlanKeys, "epoch"_a, "batch"_a, "global_batch"_a = false)
+      .def("source_info", &SourceInfo)
       .def("stats", &StatsToPython);
 }

@@ -10,18 +10,8 @@
 
 namespace stoker::manifest {
 
-namespace {
-
-bool IsBlank(const char* begin, const char* end) {
-  for (const char* p = begin; p < end; ++p) {
-    if (*p != ' ' && *p != '\t' && *p != '\r') return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-Result<std::shared_ptr<JsonlFile>> JsonlFile::Open(const std::string& path) {
+Result<std::shared_ptr<JsonlFile>> JsonlFile::Open(const std::string& path,
+                                                   const OpenOptions& options) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
@@ -45,35 +35,25 @@ Result<std::shared_ptr<JsonlFile>> JsonlFile::Open(const std::string& path) {
       ::close(fd);
       return status::IOError("cannot map manifest '", path, "': ", std::strerror(err));
     }
-    ::madvise(map, file->size_, MADV_SEQUENTIAL);
     file->data_ = static_cast<const char*>(map);
   }
   ::close(fd);  // the mapping stays valid
 
-  const char* const begin = file->data_;
-  const char* const end = begin + file->size_;
-  const char* line = begin;
-  int64_t line_number = 0;
-  while (line < end) {
-    ++line_number;
-    const char* newline =
-        static_cast<const char*>(std::memchr(line, '\n', static_cast<size_t>(end - line)));
-    const char* line_end = newline ? newline : end;
-    const char* text_end = line_end;
-    if (text_end > line && text_end[-1] == '\r') --text_end;
-    if (!IsBlank(line, text_end)) {
-      const size_t length = static_cast<size_t>(text_end - line);
-      if (length > UINT32_MAX) {
-        return status::ManifestError(path, ":", std::to_string(line_number),
-                                     ": line longer than 4 GiB");
-      }
-      file->starts_.push_back(static_cast<uint64_t>(line - begin));
-      file->lengths_.push_back(static_cast<uint32_t>(length));
-      file->line_numbers_.push_back(line_number);
-    }
-    line = line_end + 1;
+  const LineIndex::Source source{
+      file->data_, file->size_,
+      static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+  std::string cache_path;
+  if (!options.index_cache_dir.empty()) {
+    cache_path = LineIndex::CachePath(options.index_cache_dir, path);
+    file->index_ = LineIndex::LoadCached(cache_path, source);
+    file->index_from_cache_ = file->index_ != nullptr;
   }
-  if (file->starts_.empty()) {
+  if (!file->index_) {
+    if (file->data_) ::madvise(const_cast<char*>(file->data_), file->size_, MADV_SEQUENTIAL);
+    STOKER_ASSIGN_OR_RETURN(file->index_, LineIndex::Build(source, path, cache_path));
+    if (file->data_) ::madvise(const_cast<char*>(file->data_), file->size_, MADV_RANDOM);
+  }
+  if (file->index_->num_samples() == 0) {
     return status::ManifestError("manifest '", path, "' holds no sample (",
                                  std::to_string(file->size_), " bytes, all blank)");
   }
@@ -85,12 +65,12 @@ JsonlFile::~JsonlFile() {
 }
 
 LineRef JsonlFile::Sample(int64_t index) const {
-  return LineRef{std::string_view(data_ + starts_[index], lengths_[index]),
-                 line_numbers_[index]};
+  return LineRef{std::string_view(data_ + index_->offset(index), index_->length(index)),
+                 index_->line_number(index)};
 }
 
 std::string JsonlFile::SampleKey(int64_t index) const {
-  return path_ + ":" + std::to_string(line_numbers_[index]);
+  return path_ + ":" + std::to_string(index_->line_number(index));
 }
 
 }  // namespace stoker::manifest

@@ -1,21 +1,24 @@
-// JsonlFile: a JSONL manifest mapped into memory, with the offset of every sample line.
+// JsonlFile: a JSONL manifest mapped into memory, with an index of its sample lines.
 //
 // Blank (whitespace-only) lines are not samples but keep their line numbers, so a
-// sample's key "<manifest>:<line>" is what an editor shows. The file is mapped
+// sample's key "<manifest>:<line>" is what an editor shows. The manifest is mapped
 // read-only; lines are views into the mapping, valid while the JsonlFile lives.
 // Immutable after Open(), so any number of threads may read it.
 //
-// The index is held in memory (12 bytes a line); the persisted, memory-mapped index
-// for manifests of 10^8 lines belongs to the plan stage.
+// The index (see line_index.h) is built in two streaming passes at memory speed and,
+// when a cache directory is given, persisted there and memory-mapped on later opens
+// while the manifest's size and modification time are unchanged. Either way it costs
+// 12 bytes per sample of page cache, not heap: a 10^8-line manifest is plannable
+// without gigabytes of RAM.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "stoker/core/status.h"
+#include "stoker/manifest/line_index.h"
 
 namespace stoker::manifest {
 
@@ -24,16 +27,22 @@ struct LineRef {
   int64_t line_number;    // 1-based
 };
 
+struct OpenOptions {
+  // Where indexes persist between runs; empty: build in memory each time.
+  std::string index_cache_dir;
+};
+
 class JsonlFile {
  public:
   // Errors: NotFound, IOError; ManifestError if the file holds no sample line.
-  static Result<std::shared_ptr<JsonlFile>> Open(const std::string& path);
+  static Result<std::shared_ptr<JsonlFile>> Open(const std::string& path,
+                                                 const OpenOptions& options = {});
   ~JsonlFile();
 
   JsonlFile(const JsonlFile&) = delete;
   JsonlFile& operator=(const JsonlFile&) = delete;
 
-  int64_t num_samples() const { return static_cast<int64_t>(starts_.size()); }
+  int64_t num_samples() const { return index_->num_samples(); }
   // Precondition: 0 <= index < num_samples().
   LineRef Sample(int64_t index) const;
   // "<path>:<line>", the key that names a sample in batches, stats and errors.
@@ -41,6 +50,8 @@ class JsonlFile {
 
   const std::string& path() const { return path_; }
   int64_t size_bytes() const { return static_cast<int64_t>(size_); }
+  // True when the index came from the cache rather than a scan of the manifest.
+  bool index_from_cache() const { return index_from_cache_; }
 
  private:
   JsonlFile() = default;
@@ -48,9 +59,8 @@ class JsonlFile {
   std::string path_;
   const char* data_ = nullptr;  // the mapping (nullptr for an empty file)
   size_t size_ = 0;
-  std::vector<uint64_t> starts_;        // byte offset of each sample line
-  std::vector<uint32_t> lengths_;       // its length without the line ending
-  std::vector<int64_t> line_numbers_;   // its 1-based line number
+  std::unique_ptr<LineIndex> index_;
+  bool index_from_cache_ = false;
 };
 
 }  // namespace stoker::manifest

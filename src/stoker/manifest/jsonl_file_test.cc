@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "test_images.h"
 
 namespace stoker::manifest {
@@ -50,6 +53,75 @@ TEST(JsonlFileTest, DirectoryIsAnIOError) {
   auto file = JsonlFile::Open(dir.path().string());
   ASSERT_FALSE(file.ok());
   EXPECT_EQ(file.status().code(), StatusCode::kIOError);
+}
+
+}  // namespace
+}  // namespace stoker::manifest
+
+namespace stoker::manifest {
+namespace {
+
+using stoker::testing::TempDir;
+using stoker::testing::WriteFile;
+
+std::vector<std::string> AllLines(const JsonlFile& file) {
+  std::vector<std::string> lines;
+  for (int64_t i = 0; i < file.num_samples(); ++i) {
+    lines.push_back(std::to_string(file.Sample(i).line_number) + "=" +
+                    std::string(file.Sample(i).text));
+  }
+  return lines;
+}
+
+TEST(LineIndexCacheTest, BuiltOnceThenMappedFromTheCache) {
+  TempDir dir;
+  const auto path = (dir.path() / "m.jsonl").string();
+  WriteFile(path, std::string("{\"a\":1}\n\n{\"b\":2}\n{\"c\":3}\n"));
+  OpenOptions options{(dir.path() / "cache").string()};
+  auto first = *JsonlFile::Open(path, options);
+  EXPECT_FALSE(first->index_from_cache());
+  auto second = *JsonlFile::Open(path, options);
+  EXPECT_TRUE(second->index_from_cache());
+  EXPECT_EQ(AllLines(*first), AllLines(*second));
+  EXPECT_EQ(AllLines(*second),
+            (std::vector<std::string>{"1={\"a\":1}", "3={\"b\":2}", "4={\"c\":3}"}));
+}
+
+TEST(LineIndexCacheTest, ChangedManifestIsReindexed) {
+  TempDir dir;
+  const auto path = (dir.path() / "m.jsonl").string();
+  OpenOptions options{(dir.path() / "cache").string()};
+  WriteFile(path, std::string("{\"a\":1}\n{\"b\":2}\n"));
+  ASSERT_EQ((*JsonlFile::Open(path, options))->num_samples(), 2);
+  WriteFile(path, std::string("{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n"));  // size changes
+  auto reopened = *JsonlFile::Open(path, options);
+  EXPECT_FALSE(reopened->index_from_cache());
+  EXPECT_EQ(reopened->num_samples(), 3);
+}
+
+TEST(LineIndexCacheTest, DamagedCacheFileIsIgnoredAndReplaced) {
+  TempDir dir;
+  const auto path = (dir.path() / "m.jsonl").string();
+  const auto cache_dir = (dir.path() / "cache").string();
+  WriteFile(path, std::string("{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n"));
+  ASSERT_TRUE(JsonlFile::Open(path, {cache_dir}).ok());
+  const std::string cache_file = LineIndex::CachePath(cache_dir, path);
+  for (size_t flip : {size_t{3}, size_t{70}}) {  // in the header; in the payload
+    std::string bytes;
+    {
+      std::ifstream in(cache_file, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    ASSERT_GT(bytes.size(), flip);
+    bytes[flip] ^= 0x5A;
+    WriteFile(cache_file, bytes);
+    auto file = *JsonlFile::Open(path, {cache_dir});
+    EXPECT_FALSE(file->index_from_cache()) << "flip at " << flip;
+    EXPECT_EQ(file->num_samples(), 3);
+    EXPECT_TRUE((*JsonlFile::Open(path, {cache_dir}))->index_from_cache()) << "rewritten";
+  }
+  WriteFile(cache_file, std::string("short"));  // truncated
+  EXPECT_FALSE((*JsonlFile::Open(path, {cache_dir}))->index_from_cache());
 }
 
 }  // namespace

@@ -11,10 +11,6 @@ struct Pipeline::BatchSlot {
 };
 
 Status ValidateOptions(const PipelineOptions& options) {
-  if (options.batch_size < 1) {
-    return status::InvalidArgument("batch_size must be >= 1, got ",
-                                   std::to_string(options.batch_size));
-  }
   if (options.num_threads < 1) {
     return status::InvalidArgument("num_threads must be >= 1, got ",
                                    std::to_string(options.num_threads));
@@ -30,14 +26,18 @@ Status ValidateOptions(const PipelineOptions& options) {
 }
 
 Result<std::unique_ptr<Pipeline>> Pipeline::Make(
-    std::shared_ptr<const manifest::JsonlFile> manifest, const PipelineOptions& options,
-    std::shared_ptr<Metrics> metrics, std::shared_ptr<BufferPool> pool) {
+    std::vector<std::shared_ptr<const manifest::Source>> sources, plan::EpochPlan plan,
+    int64_t start_batch, const PipelineOptions& options, std::shared_ptr<Metrics> metrics,
+    std::shared_ptr<BufferPool> pool) {
   STOKER_RETURN_NOT_OK(ValidateOptions(options));
-  STOKER_ASSIGN_OR_RETURN(
-      plan::BatchPlan plan,
-      plan::BatchPlan::Make(manifest->num_samples(), options.batch_size, options.drop_last));
-  std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(manifest), options, plan,
-                                                  std::move(metrics), std::move(pool)));
+  if (start_batch < 0 || start_batch > plan.num_batches()) {
+    return status::InvalidArgument("start batch ", std::to_string(start_batch),
+                                   " is outside the epoch's ",
+                                   std::to_string(plan.num_batches()), " batches");
+  }
+  std::unique_ptr<Pipeline> pipeline(new Pipeline(std::move(sources), std::move(plan),
+                                                  start_batch, options, std::move(metrics),
+                                                  std::move(pool)));
   // Enough queued tasks to keep every worker busy while the scheduler blocks.
   const size_t task_queue = static_cast<size_t>(options.num_threads) * 4;
   STOKER_ASSIGN_OR_RETURN(pipeline->workers_,
@@ -47,12 +47,13 @@ Result<std::unique_ptr<Pipeline>> Pipeline::Make(
   return pipeline;
 }
 
-Pipeline::Pipeline(std::shared_ptr<const manifest::JsonlFile> manifest,
-                   const PipelineOptions& options, plan::BatchPlan plan,
+Pipeline::Pipeline(std::vector<std::shared_ptr<const manifest::Source>> sources,
+                   plan::EpochPlan plan, int64_t start_batch, const PipelineOptions& options,
                    std::shared_ptr<Metrics> metrics, std::shared_ptr<BufferPool> pool)
-    : manifest_(std::move(manifest)),
+    : sources_(std::move(sources)),
+      plan_(std::move(plan)),
+      start_batch_(start_batch),
       options_(options),
-      plan_(plan),
       metrics_(std::move(metrics)),
       pool_(std::move(pool)),
       scratch_(static_cast<size_t>(options.num_threads)),
@@ -74,18 +75,18 @@ void Pipeline::Close() {
 }
 
 void Pipeline::ScheduleLoop() {
-  for (int64_t b = 0; b < plan_.num_batches() && !stop_.stop_requested(); ++b) {
-    if (!queue_.WaitAdmit(b)) return;
-    const plan::SampleRange range = plan_.Batch(b);
+  // The queue numbers batches from 0; batch b of the plan is item b - start_batch_.
+  for (int64_t b = start_batch_; b < plan_.num_batches() && !stop_.stop_requested(); ++b) {
+    if (!queue_.WaitAdmit(b - start_batch_)) return;
+    plan_.RankBatch(b, &scheduled_refs_);
     auto slot = std::make_shared<BatchSlot>();
     slot->index = b;
-    slot->samples.resize(static_cast<size_t>(range.size()));
-    slot->remaining.store(range.size());
-    for (int64_t i = 0; i < range.size(); ++i) {
-      SampleOutput& sample = slot->samples[static_cast<size_t>(i)];
-      sample.index = range.begin + i;
+    slot->samples.resize(scheduled_refs_.size());
+    slot->remaining.store(static_cast<int64_t>(scheduled_refs_.size()));
+    for (size_t i = 0; i < scheduled_refs_.size(); ++i) {
+      slot->samples[i].ref = scheduled_refs_[i];
       Status st = workers_->Submit([this, slot, i](int worker) {
-        ProcessSample(slot, static_cast<size_t>(i), scratch_[static_cast<size_t>(worker)]);
+        ProcessSample(slot, i, scratch_[static_cast<size_t>(worker)]);
       });
       if (!st.ok()) return;  // shut down
     }
@@ -95,24 +96,41 @@ void Pipeline::ScheduleLoop() {
 void Pipeline::ProcessSample(const std::shared_ptr<BatchSlot>& slot, size_t position,
                              WorkerScratch& scratch) {
   SampleOutput& out = slot->samples[position];
-  out.sample_key = manifest_->SampleKey(out.index);
-  if (stop_.stop_requested()) {
-    out.status = status::Cancelled("pipeline closed");
-  } else {
-    out.status = ProcessSampleImpl(out, scratch).WithContext(out.sample_key);
+  // Under kSkip a failed sample is replaced by the plan's substitute for this slot,
+  // attempt after attempt, up to the consecutive-failure limit. The substitutes are a
+  // pure function of (epoch, batch, slot, attempt), so a resumed run and every rank
+  // make the same replacements.
+  const int max_attempts = options_.on_error == ErrorPolicy::kSkip
+                               ? static_cast<int>(options_.max_consecutive_errors) + 1
+                               : 1;
+  plan::SampleRef ref = out.ref;
+  for (int attempt = 0;; ++attempt) {
+    out.ref = ref;
+    out.sample_key = sources_[ref.source]->SampleKey(ref.index);
+    if (stop_.stop_requested()) {
+      out.status = status::Cancelled("pipeline closed");
+      break;
+    }
+    out.status = LoadSample(ref, out, scratch).WithContext(out.sample_key);
+    if (out.status.ok()) break;
+    out.images.clear();  // return the pixels to the pool early
+    if (attempt + 1 >= max_attempts) break;
+    out.failures.push_back(SkipRecord{out.sample_key, out.status});
+    ref = plan_.Replacement(slot->index, static_cast<int64_t>(position), attempt);
   }
-  if (!out.status.ok()) out.images.clear();  // return the pixels to the pool early
   if (slot->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     // The last sample of the batch: hand it over. acq_rel on `remaining` orders every
     // worker's writes to the slot before this Put, and the queue's lock orders the Put
     // before the consumer's reads.
-    queue_.Put(slot->index, slot);
+    queue_.Put(slot->index - start_batch_, slot);
   }
 }
 
-Status Pipeline::ProcessSampleImpl(SampleOutput& out, WorkerScratch& scratch) {
+Status Pipeline::LoadSample(const plan::SampleRef& ref, SampleOutput& out,
+                            WorkerScratch& scratch) {
+  const manifest::Source& source = *sources_[ref.source];
   // Parse and validate the manifest line.
-  const manifest::LineRef line = manifest_->Sample(out.index);
+  const manifest::LineRef line = source.Sample(ref.index);
   auto t0 = Clock::now();
   Status parsed = scratch.parser.Parse(line.text, &scratch.refs);
   metrics_->parse.Add(NanosSince(t0), 1, static_cast<int64_t>(line.text.size()));
@@ -122,23 +140,24 @@ Status Pipeline::ProcessSampleImpl(SampleOutput& out, WorkerScratch& scratch) {
   codec::DecodeOptions decode_options;
   decode_options.max_pixels = options_.max_image_pixels;
   out.images.reserve(scratch.refs.images.size());
-  for (const std::string& ref : scratch.refs.images) {
+  for (const std::string& image : scratch.refs.images) {
     if (stop_.stop_requested()) return status::Cancelled("pipeline closed");
-    const std::string path = io::ResolvePath(options_.image_root, ref);
-    const std::string context = "image '" + ref + "'";
+    const std::string path = io::ResolvePath(source.image_root(), image);
+    const std::string context = "image '" + image + "'";
     t0 = Clock::now();
     Status read = io::ReadFile(path, &scratch.file_bytes);
     metrics_->read.Add(NanosSince(t0), 1, static_cast<int64_t>(scratch.file_bytes.size()));
     STOKER_RETURN_NOT_OK(read.WithContext(context));
 
     t0 = Clock::now();
-    auto image = codec::DecodeImage(scratch.file_bytes, decode_options, *pool_);
-    const int64_t decoded_bytes = image.ok() ? int64_t{image->width} * image->height * 3 : 0;
+    auto decoded = codec::DecodeImage(scratch.file_bytes, decode_options, *pool_);
+    const int64_t decoded_bytes =
+        decoded.ok() ? int64_t{decoded->width} * decoded->height * 3 : 0;
     metrics_->decode.Add(NanosSince(t0), 1, decoded_bytes);
-    if (!image.ok()) {
-      return image.status().WithContext(context + " (" + path + ")");
+    if (!decoded.ok()) {
+      return decoded.status().WithContext(context + " (" + path + ")");
     }
-    out.images.push_back(std::move(*image));
+    out.images.push_back(std::move(*decoded));
   }
   return Status::OK();
 }
@@ -175,7 +194,7 @@ Result<NextOutcome> Pipeline::Next(std::chrono::milliseconds timeout, Batch* out
       account();
       return status::Cancelled("the loader's epoch was closed");
     }
-    if (delivered_ >= plan_.num_batches()) {
+    if (start_batch_ + delivered_ >= plan_.num_batches()) {
       // Samples skipped after the last delivered batch still reach the caller.
       out->skipped = std::move(pending_skips_);
       pending_skips_.clear();
@@ -200,30 +219,33 @@ Result<NextOutcome> Pipeline::Next(std::chrono::milliseconds timeout, Batch* out
     out->index = slot->index;
     Status failure;
     for (SampleOutput& sample : slot->samples) {
+      // Failures replaced under kSkip come first, in the order they happened.
+      for (SkipRecord& record : sample.failures) {
+        ++consecutive_failures_;
+        metrics_->RecordSkip(record);
+        pending_skips_.push_back(std::move(record));
+      }
       if (sample.status.ok()) {
         consecutive_failures_ = 0;
         out->samples.push_back(std::move(sample));
         continue;
       }
-      if (options_.on_error == ErrorPolicy::kRaise) {
-        failure = sample.status;
-        out->failed_sample_key = sample.sample_key;
-        break;
-      }
-      ++consecutive_failures_;
-      SkipRecord record{sample.sample_key, sample.status};
-      metrics_->RecordSkip(record);
-      pending_skips_.push_back(std::move(record));
-      if (consecutive_failures_ > options_.max_consecutive_errors) {
+      if (options_.on_error == ErrorPolicy::kSkip) {
+        ++consecutive_failures_;
+        metrics_->RecordSkip(SkipRecord{sample.sample_key, sample.status});
+        pending_skips_.push_back(SkipRecord{sample.sample_key, sample.status});
         failure = status::LimitExceeded(
             std::to_string(consecutive_failures_),
             " consecutive samples failed (max_consecutive_errors=",
             std::to_string(options_.max_consecutive_errors),
-            "); the data or its storage is likely broken. Last failure: ",
+            "), the planned one and its substitutes; the data or its storage is likely "
+            "broken. Last failure: ",
             sample.status.ToString());
-        out->failed_sample_key = sample.sample_key;
-        break;
+      } else {
+        failure = sample.status;
       }
+      out->failed_sample_key = sample.sample_key;
+      break;
     }
     if (!failure.ok()) {
       out->skipped = std::move(pending_skips_);
@@ -231,9 +253,6 @@ Result<NextOutcome> Pipeline::Next(std::chrono::milliseconds timeout, Batch* out
       account();
       return failure;
     }
-    // Every sample was skipped: next batch. The records wait in pending_skips_, which
-    // (unlike `out`) survives a kTimeout return while that batch is being prepared.
-    if (out->samples.empty()) continue;
     out->skipped = std::move(pending_skips_);
     pending_skips_.clear();
     metrics_->batches_delivered.fetch_add(1, std::memory_order_relaxed);

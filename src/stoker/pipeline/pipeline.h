@@ -1,4 +1,5 @@
 // Pipeline: one epoch of the loader — plan, parallel sample work, in-order delivery.
+// It runs this rank's batches [start_batch, plan.num_batches()) of an EpochPlan.
 //
 //   scheduler thread          worker threads (ThreadPool)        consumer (next())
 //   ----------------          ---------------------------        -----------------
@@ -29,27 +30,25 @@
 #include "stoker/concurrency/thread_pool.h"
 #include "stoker/core/buffer_pool.h"
 #include "stoker/core/status.h"
-#include "stoker/manifest/jsonl_file.h"
 #include "stoker/manifest/sample.h"
+#include "stoker/manifest/source.h"
 #include "stoker/pipeline/in_order_queue.h"
 #include "stoker/pipeline/metrics.h"
-#include "stoker/plan/batch_plan.h"
+#include "stoker/plan/epoch_plan.h"
 
 namespace stoker::pipeline {
 
 enum class ErrorPolicy { kRaise, kSkip };
 
 struct PipelineOptions {
-  std::string image_root;  // relative image paths are resolved against it
-  int64_t batch_size = 1;
   int num_threads = 1;
   int prefetch = 2;  // batches prepared ahead of the consumer (0: none)
   ErrorPolicy on_error = ErrorPolicy::kRaise;
-  // Under kSkip: more failed samples than this in a row (in delivery order) is treated
-  // as a systemic fault and raised.
+  // Under kSkip a failed sample is replaced by the plan's deterministic substitute (so
+  // batches keep their size); more failures than this in a row, counting failed
+  // substitutes, in delivery order, is treated as a systemic fault and raised.
   int64_t max_consecutive_errors = 16;
   int64_t max_image_pixels = codec::kDefaultMaxImagePixels;
-  bool drop_last = false;
 };
 
 // InvalidArgument naming the first option out of range.
@@ -58,18 +57,20 @@ Status ValidateOptions(const PipelineOptions& options);
 // One sample's output. `status` is not OK when it failed; the message then starts
 // with the sample key and names the image and the cause.
 struct SampleOutput {
-  int64_t index = -1;  // sample index in the manifest
+  plan::SampleRef ref;  // which sample this is (after any replacement)
   Status status;
   std::string sample_key;
   std::string json;  // the raw manifest line
   std::vector<codec::DecodedImage> images;
+  // Under kSkip: the samples that failed in this slot before `ref` succeeded (the
+  // planned one first, then failed substitutes), in order.
+  std::vector<SkipRecord> failures;
 };
 
 struct Batch {
-  int64_t index = -1;                // the batch number in the plan
-  std::vector<SampleOutput> samples;  // delivered samples (failures removed)
-  // Samples dropped under kSkip since the previous batch (those of batches that failed
-  // entirely included); also set with kEnd, for failures after the last batch.
+  int64_t index = -1;                 // this rank's batch number in the epoch plan
+  std::vector<SampleOutput> samples;  // in plan order; failures replaced under kSkip
+  // Samples that failed and were replaced under kSkip since the previous batch.
   std::vector<SkipRecord> skipped;
   // Set when Next() fails because of one sample: its key.
   std::string failed_sample_key;
@@ -80,8 +81,9 @@ enum class NextOutcome { kBatch, kTimeout, kEnd };
 class Pipeline {
  public:
   static Result<std::unique_ptr<Pipeline>> Make(
-      std::shared_ptr<const manifest::JsonlFile> manifest, const PipelineOptions& options,
-      std::shared_ptr<Metrics> metrics, std::shared_ptr<BufferPool> pool);
+      std::vector<std::shared_ptr<const manifest::Source>> sources, plan::EpochPlan plan,
+      int64_t start_batch, const PipelineOptions& options, std::shared_ptr<Metrics> metrics,
+      std::shared_ptr<BufferPool> pool);
   ~Pipeline();
 
   Pipeline(const Pipeline&) = delete;
@@ -95,7 +97,7 @@ class Pipeline {
 
   void Close();
 
-  int64_t num_batches() const { return plan_.num_batches(); }
+  const plan::EpochPlan& plan() const { return plan_; }
 
  private:
   struct BatchSlot;
@@ -105,29 +107,31 @@ class Pipeline {
     std::vector<uint8_t> file_bytes;
   };
 
-  Pipeline(std::shared_ptr<const manifest::JsonlFile> manifest,
-           const PipelineOptions& options, plan::BatchPlan plan,
+  Pipeline(std::vector<std::shared_ptr<const manifest::Source>> sources,
+           plan::EpochPlan plan, int64_t start_batch, const PipelineOptions& options,
            std::shared_ptr<Metrics> metrics, std::shared_ptr<BufferPool> pool);
 
   void ScheduleLoop();
   void ProcessSample(const std::shared_ptr<BatchSlot>& slot, size_t position,
                      WorkerScratch& scratch);
-  Status ProcessSampleImpl(SampleOutput& out, WorkerScratch& scratch);
+  Status LoadSample(const plan::SampleRef& ref, SampleOutput& out, WorkerScratch& scratch);
 
-  const std::shared_ptr<const manifest::JsonlFile> manifest_;
+  const std::vector<std::shared_ptr<const manifest::Source>> sources_;
+  const plan::EpochPlan plan_;
+  const int64_t start_batch_;
   const PipelineOptions options_;
-  const plan::BatchPlan plan_;
   const std::shared_ptr<Metrics> metrics_;
   const std::shared_ptr<BufferPool> pool_;
 
   std::vector<WorkerScratch> scratch_;  // one per worker; worker i touches only [i]
+  std::vector<plan::SampleRef> scheduled_refs_;  // the scheduler thread's scratch
   InOrderQueue<std::shared_ptr<BatchSlot>> queue_;
   std::stop_source stop_;  // requested by Close(); workers and scheduler watch it
   std::unique_ptr<ThreadPool> workers_;
   std::jthread scheduler_;  // joined by Close()
 
   // Consumer-side state, touched only by the thread calling Next().
-  int64_t delivered_ = 0;              // batches handed out
+  int64_t delivered_ = 0;              // batches handed out (from start_batch_)
   int64_t consecutive_failures_ = 0;  // in delivery order
   bool consumer_started_ = false;
   Clock::time_point consumer_mark_;

@@ -51,8 +51,8 @@ class Dataset {
                                      ErrorPolicy policy = ErrorPolicy::kRaise,
                                      int64_t max_consecutive = 16) const {
     LoaderOptions options;
-    options.manifest_path = manifest_path();
-    options.pipeline.batch_size = batch_size;
+    options.sources = {SourceOptions{"train", {manifest_path()}, "", 1, 1}};
+    options.plan.batch_size = batch_size;
     options.pipeline.num_threads = threads;
     options.pipeline.prefetch = prefetch;
     options.pipeline.on_error = policy;
@@ -78,7 +78,7 @@ std::vector<int64_t> Drain(Pipeline& pipeline, std::vector<Batch>* batches = nul
     EXPECT_EQ(*outcome, NextOutcome::kBatch);
     EXPECT_GE(batch.index, expected_batch);
     expected_batch = batch.index + 1;
-    for (const SampleOutput& s : batch.samples) seen.push_back(s.index);
+    for (const SampleOutput& s : batch.samples) seen.push_back(s.ref.index);
     if (batches) batches->push_back(std::move(batch));
   }
   return seen;
@@ -89,7 +89,7 @@ TEST(PipelineTest, EverySampleOnceInOrderForAnyThreadsAndPrefetch) {
   for (int threads : {1, 2, 4}) {
     for (int prefetch : {0, 1, 8}) {
       auto loader = data.MakeLoader(5, threads, prefetch);
-      auto epoch = *loader->StartEpoch();
+      auto epoch = *loader->StartEpoch(0, 0);
       std::vector<Batch> batches;
       std::vector<int64_t> seen = Drain(*epoch, &batches);
       ASSERT_EQ(seen.size(), 37u) << threads << "/" << prefetch;
@@ -97,14 +97,14 @@ TEST(PipelineTest, EverySampleOnceInOrderForAnyThreadsAndPrefetch) {
       ASSERT_EQ(batches.size(), 8u);
       for (const Batch& batch : batches) {
         for (const SampleOutput& s : batch.samples) {
-          EXPECT_EQ(s.sample_key, data.manifest_path() + ":" + std::to_string(s.index + 1));
-          ASSERT_EQ(s.images.size(), static_cast<size_t>(s.index % 3));
+          EXPECT_EQ(s.sample_key, data.manifest_path() + ":" + std::to_string(s.ref.index + 1));
+          ASSERT_EQ(s.images.size(), static_cast<size_t>(s.ref.index % 3));
           for (size_t j = 0; j < s.images.size(); ++j) {
             EXPECT_EQ(s.images[j].width, 4);
             EXPECT_EQ(s.images[j].height, 3);
-            EXPECT_EQ(s.images[j].pixels.data()[0], (s.index * 3 + j) % 256);
+            EXPECT_EQ(s.images[j].pixels.data()[0], (s.ref.index * 3 + j) % 256);
           }
-          EXPECT_NE(s.json.find("sample " + std::to_string(s.index)), std::string::npos);
+          EXPECT_NE(s.json.find("sample " + std::to_string(s.ref.index)), std::string::npos);
         }
       }
     }
@@ -115,7 +115,7 @@ TEST(PipelineTest, EpochsRepeatAndMetricsAccumulate) {
   Dataset data(12);
   auto loader = data.MakeLoader(4, 2, 2);
   for (int epoch = 0; epoch < 2; ++epoch) {
-    auto pipeline = *loader->StartEpoch();
+    auto pipeline = *loader->StartEpoch(0, 0);
     EXPECT_EQ(Drain(*pipeline).size(), 12u);
   }
   MetricsSnapshot m = loader->Snapshot();
@@ -135,7 +135,7 @@ TEST(PipelineTest, EpochsRepeatAndMetricsAccumulate) {
 TEST(PipelineTest, RaisePolicyReportsTheFirstFailedSample) {
   Dataset data(20, /*missing=*/{7}, /*corrupt=*/{11});
   auto loader = data.MakeLoader(4, 3, 4);
-  auto epoch = *loader->StartEpoch();
+  auto epoch = *loader->StartEpoch(0, 0);
   Batch batch;
   ASSERT_EQ(*epoch->Next(5s, &batch), NextOutcome::kBatch);  // samples 0-3
   Result<NextOutcome> r = epoch->Next(5s, &batch);            // 4-7: 7 is missing
@@ -148,44 +148,68 @@ TEST(PipelineTest, RaisePolicyReportsTheFirstFailedSample) {
   EXPECT_EQ(batch.failed_sample_key, data.manifest_path() + ":8");
 }
 
-TEST(PipelineTest, SkipPolicyDropsAndRecordsFailures) {
+TEST(PipelineTest, SkipPolicyReplacesFailuresDeterministically) {
   Dataset data(20, /*missing=*/{1}, /*corrupt=*/{11}, /*bad_json=*/{15});
-  auto loader = data.MakeLoader(4, 2, 2, ErrorPolicy::kSkip);
-  auto epoch = *loader->StartEpoch();
-  std::vector<Batch> batches;
-  std::vector<int64_t> seen = Drain(*epoch, &batches);
-  EXPECT_EQ(seen.size(), 17u);
-  for (int64_t bad : {1, 11, 15}) {
-    EXPECT_EQ(std::count(seen.begin(), seen.end(), bad), 0) << bad;
+  std::vector<std::vector<int64_t>> runs;
+  for (int threads : {1, 3}) {
+    auto loader = data.MakeLoader(4, threads, 2, ErrorPolicy::kSkip);
+    auto epoch = *loader->StartEpoch(0, 0);
+    std::vector<Batch> batches;
+    std::vector<int64_t> seen = Drain(*epoch, &batches);
+    ASSERT_EQ(batches.size(), 5u);
+    for (const Batch& b : batches) EXPECT_EQ(b.samples.size(), 4u) << "shape is kept";
+    for (int64_t bad : {1, 11, 15}) {
+      EXPECT_EQ(std::count(seen.begin(), seen.end(), bad), 0) << bad;
+    }
+    MetricsSnapshot m = loader->Snapshot();
+    EXPECT_GE(m.samples_skipped, 3);
+    bool saw_missing = false, saw_corrupt = false, saw_json = false;
+    for (const SkipRecord& r : m.recent_skips) {
+      saw_missing |= r.status.code() == StatusCode::kNotFound;
+      saw_corrupt |= r.status.code() == StatusCode::kCorruptImage;
+      saw_json |= r.status.code() == StatusCode::kManifestError &&
+                  r.sample_key == data.manifest_path() + ":16";
+    }
+    EXPECT_TRUE(saw_missing && saw_corrupt && saw_json);
+    EXPECT_GE(batches[0].skipped.size(), 1u);
+    runs.push_back(seen);
   }
-  MetricsSnapshot m = loader->Snapshot();
-  EXPECT_EQ(m.samples_skipped, 3);
-  ASSERT_EQ(m.recent_skips.size(), 3u);
-  EXPECT_EQ(m.recent_skips[0].status.code(), StatusCode::kNotFound);
-  EXPECT_EQ(m.recent_skips[1].status.code(), StatusCode::kCorruptImage);
-  EXPECT_EQ(m.recent_skips[2].status.code(), StatusCode::kManifestError);
-  EXPECT_EQ(m.recent_skips[2].sample_key, data.manifest_path() + ":16");
-  EXPECT_EQ(batches[0].skipped.size(), 1u);
+  EXPECT_EQ(runs[0], runs[1]) << "replacements do not depend on thread timing";
 }
 
 TEST(PipelineTest, ConsecutiveFailuresTurnIntoAnError) {
-  Dataset data(12, /*missing=*/{4, 5, 7, 8});  // 4 and 5 have images: two failures in a row
-  auto loader = data.MakeLoader(3, 2, 2, ErrorPolicy::kSkip, /*max_consecutive=*/1);
-  auto epoch = *loader->StartEpoch();
+  std::set<int> all;
+  for (int i = 0; i < 12; ++i) all.insert(i);
+  Dataset data(12, {}, {}, /*bad_json=*/all);  // storage-wide breakage
+  auto loader = data.MakeLoader(3, 2, 2, ErrorPolicy::kSkip, /*max_consecutive=*/2);
+  auto epoch = *loader->StartEpoch(0, 0);
   Batch batch;
-  ASSERT_EQ(*epoch->Next(5s, &batch), NextOutcome::kBatch);
   Result<NextOutcome> r = epoch->Next(5s, &batch);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kLimitExceeded);
-  EXPECT_NE(r.status().message().find("2 consecutive samples failed"), std::string::npos)
+  EXPECT_NE(r.status().message().find("3 consecutive samples failed"), std::string::npos)
       << r.status().message();
+}
+
+TEST(PipelineTest, StartsAtAnyBatch) {
+  Dataset data(23);
+  auto loader = data.MakeLoader(5, 2, 2);
+  auto full = *loader->StartEpoch(0, 0);
+  std::vector<int64_t> all = Drain(*full);
+  for (int64_t start : {0, 1, 3, 4, 5}) {
+    auto epoch = *loader->StartEpoch(0, start);
+    std::vector<int64_t> rest = Drain(*epoch);
+    EXPECT_EQ(rest, std::vector<int64_t>(all.begin() + std::min<int64_t>(start * 5, 23),
+                                         all.end()));
+  }
+  EXPECT_FALSE(loader->StartEpoch(0, 6).ok());
 }
 
 TEST(PipelineTest, CloseMidEpochReturnsPromptly) {
   Dataset data(60);
   for (int prefetch : {0, 4}) {
     auto loader = data.MakeLoader(2, 4, prefetch);
-    auto epoch = *loader->StartEpoch();
+    auto epoch = *loader->StartEpoch(0, 0);
     Batch batch;
     ASSERT_EQ(*epoch->Next(5s, &batch), NextOutcome::kBatch);
     const auto start = std::chrono::steady_clock::now();
@@ -201,7 +225,7 @@ TEST(PipelineTest, DestroyWithoutConsumingJoinsThreads) {
   Dataset data(30);
   auto loader = data.MakeLoader(3, 4, 8);
   for (int i = 0; i < 5; ++i) {
-    auto epoch = *loader->StartEpoch();
+    auto epoch = *loader->StartEpoch(0, 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(i * 3));
   }  // each destructor closes and joins; a leak would show under the sanitizers
   EXPECT_EQ(loader->pool_stats().outstanding_bytes, 0);
@@ -210,10 +234,10 @@ TEST(PipelineTest, DestroyWithoutConsumingJoinsThreads) {
 TEST(PipelineTest, BadOptionsAreRefused) {
   Dataset data(3);
   LoaderOptions options;
-  options.manifest_path = data.manifest_path();
-  options.pipeline.batch_size = 0;
+  options.sources = {SourceOptions{"train", {data.manifest_path()}, "", 1, 1}};
+  options.plan.batch_size = 0;
   EXPECT_EQ(Loader::Make(options).status().code(), StatusCode::kInvalidArgument);
-  options.pipeline.batch_size = 1;
+  options.plan.batch_size = 1;
   options.pipeline.num_threads = 0;
   EXPECT_EQ(Loader::Make(options).status().code(), StatusCode::kInvalidArgument);
   options.pipeline.num_threads = 1;
