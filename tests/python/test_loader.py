@@ -1,4 +1,4 @@
-"""stoker.Loader: order, content, output types, early exit, error policies, stats.
+"""stoker.Loader: order, content, epochs, output types, early exit, error policies, stats.
 
 Every dataset is generated here (Pillow-encoded images from seeded NumPy content and a
 manifest in the messages format); expected pixels come from Pillow
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import functools
 import gc
 import io
 import json
@@ -39,6 +40,7 @@ from stoker.errors import (
     StorageError,
     UnsupportedImageError,
 )
+from stoker.loader import default_index_cache_dir
 
 from image_corpus import reference_rgb
 
@@ -190,7 +192,7 @@ def _expected_batches(ds: Dataset, batch_size: int, drop_last: bool = False) -> 
 
 def _check_batch(ds: Dataset, batch: dict[str, Any], expected: list[Sample], index: int,
                  manifest: str | None = None, tensor_type: type = np.ndarray) -> None:
-    assert set(batch) >= {"sample_keys", "samples", "images", "batch_index"}
+    assert set(batch) >= {"sample_keys", "samples", "images", "batch_index", "epoch"}
     assert batch["batch_index"] == index
     assert batch["sample_keys"] == [ds.key(s, manifest) for s in expected]
     assert batch["samples"] == [s.text for s in expected]
@@ -239,9 +241,10 @@ def test_every_sample_once_in_order(dataset: Dataset, num_threads: int, prefetch
                                prefetch=prefetch, output="numpy")
         assert len(loader) == len(expected)
         assert loader.num_samples == len(dataset.samples)
-        for _ in range(2):  # ... two epochs each
+        for epoch in range(2):  # ... two epochs each
             batches = _run_epoch(loader)
             assert len(batches) == len(expected)
+            assert [b["epoch"] for b in batches] == [epoch] * len(expected)
             for i, (batch, want) in enumerate(zip(batches, expected)):
                 _check_batch(dataset, batch, want, i, manifest=str(dataset.manifest))
             runs.append([b["sample_keys"] for b in batches])
@@ -385,12 +388,110 @@ def test_loader_used_as_a_temporary(dataset: Dataset) -> None:
 
 def test_repr(dataset: Dataset) -> None:
     loader = stoker.Loader(dataset.manifest, batch_size=3, num_threads=2, prefetch=5,
-                           on_error="skip", output="numpy")
+                           on_error="skip", output="numpy", rank=0, world_size=1)
     text = repr(loader)
-    assert str(dataset.manifest) in text
+    assert text.startswith(f"stoker.Loader([{dataset.manifest}], ")
     assert "batch_size=3" in text
+    assert "rank=0/1" in text and "seed=0" in text and "shuffle=False" in text
     assert "num_threads=2" in text and "prefetch=5" in text
     assert "on_error='skip'" in text and "output='numpy'" in text
+    # Several sources: each by name, path and weight.
+    loader = stoker.Loader([stoker.Source(str(dataset.manifest), weight=3, name="a"),
+                            stoker.Source(str(dataset.manifest), name="b")],
+                           batch_size=2, seed=5, shuffle=True, rank=1, world_size=2,
+                           output="numpy")
+    text = repr(loader)
+    assert f"[a={dataset.manifest} (weight 3), b={dataset.manifest} (weight 1)]" in text
+    assert "batch_size=2" in text and "rank=1/2" in text
+    assert "seed=5" in text and "shuffle=True" in text
+    assert "on_error='raise'" in text and "output='numpy'" in text
+
+
+def test_index_cache_stays_in_the_session_cache_dir(dataset: Dataset, tmp_path: Path,
+                                                    stoker_cache_dir: Path) -> None:
+    # conftest.py points $STOKER_CACHE_DIR at a temporary directory: loaders built without
+    # index_cache_dir keep their manifest indexes there, never in the home directory.
+    index_dir = Path(default_index_cache_dir())
+    assert index_dir == stoker_cache_dir / "index"
+    manifest = tmp_path / "cached.jsonl"
+    manifest.write_bytes(dataset.manifest.read_bytes())
+    before = set(index_dir.iterdir()) if index_dir.exists() else set()
+    stoker.Loader(manifest, image_root=dataset.root, output="numpy").close()
+    assert len(set(index_dir.iterdir()) - before) == 1
+    # index_cache_dir overrides it; "" keeps the index in memory only.
+    elsewhere = tmp_path / "indexes"
+    stoker.Loader(manifest, image_root=dataset.root, index_cache_dir=elsewhere,
+                  output="numpy").close()
+    assert len(list(elsewhere.iterdir())) == 1
+    other = tmp_path / "uncached.jsonl"
+    other.write_bytes(dataset.manifest.read_bytes())
+    before = set(index_dir.iterdir())
+    loader = stoker.Loader(other, image_root=dataset.root, index_cache_dir="", batch_size=45,
+                           output="numpy")
+    assert next(iter(loader))["sample_keys"][0] == f"{other}:{dataset.samples[0].line}"
+    loader.close()
+    assert set(index_dir.iterdir()) == before
+    assert len(list(elsewhere.iterdir())) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Epochs
+# ---------------------------------------------------------------------------------------------
+
+
+def test_each_for_loop_is_a_new_epoch(dataset: Dataset) -> None:
+    # As with torch's DataLoader: every loop over the loader is a new epoch, from its first
+    # batch. Without shuffle, every epoch has the same order.
+    loader = stoker.Loader(dataset.manifest, batch_size=4, num_threads=2, output="numpy")
+    expected = _expected_batches(dataset, 4)
+    assert loader.epoch == 0
+    epochs = []
+    for epoch in (0, 1):
+        keys = []
+        for i, batch in enumerate(loader):
+            assert batch["epoch"] == epoch
+            _check_batch(dataset, batch, expected[i], i)
+            keys.append(batch["sample_keys"])
+        assert loader.epoch == epoch
+        assert len(keys) == len(loader) == len(expected)
+        epochs.append(keys)
+    assert epochs[0] == epochs[1]
+    assert [k for keys in epochs[0] for k in keys] == dataset.keys
+    # Leaving a loop early does not carry its position over to the next loop.
+    for batch in loader:
+        assert (batch["epoch"], batch["batch_index"]) == (2, 0)
+        break
+    batches = list(loader)
+    assert [(b["epoch"], b["batch_index"]) for b in batches] == \
+        [(3, i) for i in range(len(expected))]
+    assert [b["sample_keys"] for b in batches] == epochs[0]
+
+
+def test_shuffle_visits_every_sample_in_a_new_order_each_epoch(dataset: Dataset) -> None:
+    n = len(dataset.samples)
+    by_key = {dataset.key(s): s for s in dataset.samples}
+    options: dict[str, Any] = dict(batch_size=4, shuffle=True, num_threads=3, output="numpy")
+    loader = stoker.Loader(dataset.manifest, seed=7, **options)
+    orders = []
+    for epoch in (0, 1):
+        batches = _run_epoch(loader)
+        assert [(b["epoch"], b["batch_index"]) for b in batches] == \
+            [(epoch, i) for i in range(len(loader))]
+        assert [len(b["sample_keys"]) for b in batches] == [4] * (n // 4) + [n % 4]
+        for i, batch in enumerate(batches):
+            assert batch["sample_keys"] == loader.plan_keys(epoch, i)
+            _check_batch(dataset, batch, [by_key[k] for k in batch["sample_keys"]], i)
+        keys = [k for b in batches for k in b["sample_keys"]]
+        assert sorted(keys) == sorted(dataset.keys)  # a permutation: each sample once
+        assert keys != dataset.keys
+        orders.append(keys)
+    assert orders[0] != orders[1]
+    # The orders are a function of the seed: another loader with the same seed repeats
+    # them, epoch by epoch; another seed does not.
+    again = stoker.Loader(dataset.manifest, seed=7, **options)
+    assert [[k for b in _run_epoch(again) for k in b["sample_keys"]] for _ in range(2)] == orders
+    other = stoker.Loader(dataset.manifest, seed=8, **options)
+    assert [k for b in _run_epoch(other) for k in b["sample_keys"]] != orders[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -719,205 +820,497 @@ def test_error_does_not_leave_threads(dataset: Dataset, tmp_path: Path,
         next(it)
 
 
-def test_skip_drops_bad_samples(dataset: Dataset, tmp_path: Path,
-                                caplog: pytest.LogCaptureFixture) -> None:
+# on_error="skip": a failed sample is replaced by the plan's deterministic substitute for
+# its slot (attempt 0, 1, ...), up to max_consecutive_errors failures per slot.
+
+SkipRecord = tuple[str, str, str]  # (sample key, error code, message), as logged
+
+
+class _WarningLog(logging.Handler):
+    """Collects the warnings of the ``stoker`` logger."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.pending: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.pending.append(record)
+
+    def take(self) -> list[SkipRecord]:
+        """The records logged since the last take(), as (key, code, message)."""
+        out = []
+        for record in self.pending:
+            assert record.levelno == logging.WARNING
+            key, code, message = record.args
+            assert record.getMessage() == f"skipped sample {key} ({code}): {message}"
+            out.append((key, code, message))
+        self.pending = []
+        return out
+
+
+@dataclasses.dataclass
+class _LoggedEpoch:
+    batches: list[dict[str, Any]]
+    logs: list[list[SkipRecord]]  # per batch: the failures logged while next() fetched it
+    tail: list[SkipRecord]  # logged after the last batch (before the end or the error)
+    error: StokerError | None
+
+    @property
+    def keys(self) -> list[str]:
+        return [k for b in self.batches for k in b["sample_keys"]]
+
+    @property
+    def records(self) -> list[SkipRecord]:
+        return [r for logs in self.logs for r in logs] + self.tail
+
+
+def _run_logged(loader: stoker.Loader) -> _LoggedEpoch:
+    """One iter() of the loader, each warning of the ``stoker`` logger attributed to the
+    batch whose next() logged it; a StokerError ends the run and is kept."""
+    logger = logging.getLogger("stoker")
+    handler = _WarningLog()
+    saved_level, saved_disabled = logger.level, logger.disabled
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    logger.disabled = False
+    run = _LoggedEpoch([], [], [], None)
+    try:
+        it = iter(loader)
+        while True:
+            try:
+                batch = next(it)
+            except StopIteration:
+                break
+            except StokerError as exc:
+                run.error = exc
+                break
+            run.batches.append(batch)
+            run.logs.append(handler.take())
+        run.tail = handler.take()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved_level)
+        logger.disabled = saved_disabled
+    return run
+
+
+def _recent_skips(loader: stoker.Loader) -> list[SkipRecord]:
+    return [(s["sample_key"], s["error"], s["message"]) for s in loader.stats()["recent_skips"]]
+
+
+def _line(key: str) -> int:
+    return int(key.rsplit(":", 1)[1])
+
+
+@dataclasses.dataclass
+class _Lines:
+    """A manifest written from good dataset samples and bad cases, one per line."""
+
+    manifest: Path
+    good: dict[str, Sample]  # key -> the dataset sample on that line
+    bad: dict[str, BadCase]  # key -> how that line fails
+
+    @property
+    def keys(self) -> list[str]:
+        return sorted([*self.good, *self.bad], key=_line)
+
+
+def _write_lines(tmp_path: Path, dataset: Dataset, lines: list[Sample | BadCase],
+                 name: str = "m.jsonl") -> _Lines:
+    manifest = tmp_path / name
+    _write_manifest(manifest, [line.text if isinstance(line, Sample) else
+                               _bad_line(dataset, line) for line in lines])
+    out = _Lines(manifest, {}, {})
+    for number, line in enumerate(lines, 1):
+        if isinstance(line, Sample):
+            out.good[f"{manifest}:{number}"] = line
+        else:
+            out.bad[f"{manifest}:{number}"] = line
+    return out
+
+
+def _check_sample(dataset: Dataset, batch: dict[str, Any], slot: int, sample: Sample) -> None:
+    """The batch's sample at `slot` is `sample`: its text, and Pillow's pixels for each of
+    its images."""
+    assert batch["samples"][slot] == sample.text
+    images = batch["images"][slot]
+    assert len(images) == len(sample.images)
+    for ref, image in zip(sample.images, images):
+        want = dataset.pixels[ref]
+        assert image.shape == want.shape and np.array_equal(image, want), ref
+
+
+def _splits_into_slots(keys: list[str], failing: list[str], limit: int) -> bool:
+    """Whether `keys` reads as: failing[0], then its failed substitutes, failing[1], then
+    its failed substitutes, ...; each slot failing at most `limit` times in all."""
+
+    @functools.cache
+    def rest(i: int, slot: int) -> bool:
+        if slot == len(failing):
+            return i == len(keys)
+        if i == len(keys) or keys[i] != failing[slot]:
+            return False
+        return any(rest(i + 1 + extra, slot + 1)
+                   for extra in range(min(limit - 1, len(keys) - i - 1) + 1))
+
+    return rest(0, 0)
+
+
+def _check_failure_records(records: list[SkipRecord], lines: _Lines, failing: list[str],
+                           limit: int) -> None:
+    """What one batch's next() logged: for each failing planned sample, in slot order, its
+    failure and those of its failed substitutes; each record names a failing line with that
+    line's error code and cause."""
+    for key, code, message in records:
+        assert key in lines.bad, f"{key} logged as failed, but it is a good sample"
+        case = lines.bad[key]
+        assert code == case.code, (key, code, message)
+        assert message.startswith(key + ":"), message
+        for fragment in case.fragments:
+            assert fragment in message, (key, message)
+    keys = [r[0] for r in records]
+    assert _splits_into_slots(keys, failing, limit), (keys, failing)
+
+
+def _check_skip_epoch(loader: stoker.Loader, run: _LoggedEpoch, lines: _Lines,
+                      dataset: Dataset, epoch: int, limit: int, first_batch: int = 0) -> None:
+    """A complete on_error="skip" epoch against the plan: every batch full; the planned
+    sample wherever it is good; a good substitute (never a failing line) wherever it is
+    not; text and pixels of every delivered sample; each batch's failures logged with it,
+    none after the last batch."""
+    assert run.error is None, run.error
+    num_batches = loader.plan(epoch)["num_batches"]
+    assert [b["batch_index"] for b in run.batches] == list(range(first_batch, num_batches))
+    for batch, records in zip(run.batches, run.logs):
+        planned = loader.plan_keys(epoch, batch["batch_index"])
+        assert batch["epoch"] == epoch
+        assert len(batch["sample_keys"]) == len(batch["samples"]) == len(batch["images"]) \
+            == len(planned)
+        failing = []
+        for slot, (got, want) in enumerate(zip(batch["sample_keys"], planned)):
+            assert got in lines.good, f"batch {batch['batch_index']}: {got} is a failing line"
+            if want in lines.good:
+                assert got == want
+            else:
+                assert want in lines.bad
+                failing.append(want)
+            _check_sample(dataset, batch, slot, lines.good[got])
+        _check_failure_records(records, lines, failing, limit)
+    assert run.tail == []
+
+
+def _substitutes(loader: stoker.Loader, run: _LoggedEpoch, lines: _Lines,
+                 epoch: int) -> list[str]:
+    """The delivered samples at the positions whose planned sample fails, in order."""
+    return [got for batch in run.batches
+            for got, want in zip(batch["sample_keys"],
+                                 loader.plan_keys(epoch, batch["batch_index"]))
+            if want in lines.bad]
+
+
+def test_skip_replaces_bad_samples(dataset: Dataset, tmp_path: Path) -> None:
     # Every bad case once, spread through the manifest, a few of them adjacent.
     positions = [0, 3, 4, 9, 15, 16, 22, 30, 31, 44]
     assert len(positions) == len(BAD_CASES)
-    insert = {p: _bad_line(dataset, c) for p, c in zip(positions, BAD_CASES)}
-    manifest, entries, good_lines = _manifest_with(tmp_path, dataset, insert)
-    bad_keys = {c.name: f"{manifest}:{good_lines[p] - 1}" for p, c in zip(positions, BAD_CASES)}
-    good_keys = [f"{manifest}:{n}" for n in good_lines]
+    insert = dict(zip(positions, BAD_CASES))
+    spec: list[Sample | BadCase] = []
+    for i, sample in enumerate(dataset.samples):
+        if i in insert:
+            spec.append(insert[i])
+        spec.append(sample)
+    lines = _write_lines(tmp_path, dataset, spec)
+    n = len(spec)
+    options: dict[str, Any] = dict(image_root=dataset.root, batch_size=4, on_error="skip",
+                                   output="numpy")
 
-    loader = stoker.Loader(manifest, image_root=dataset.root, batch_size=4, num_threads=3,
-                           on_error="skip", output="numpy")
-    assert loader.num_samples == len(dataset.samples) + len(BAD_CASES)
-    with caplog.at_level(logging.WARNING, logger="stoker"):
-        batches = _run_epoch(loader)
-    keys = [k for b in batches for k in b["sample_keys"]]
-    assert keys == good_keys
-    assert [t for b in batches for t in b["samples"]] == [s.text for s in dataset.samples]
-    images = [img for b in batches for sample_images in b["images"] for img in sample_images]
-    refs = [r for s in dataset.samples for r in s.images]
-    assert len(images) == len(refs)
-    assert all(np.array_equal(img, dataset.pixels[r]) for img, r in zip(images, refs))
-    assert all(b["sample_keys"] for b in batches)  # no empty batch is handed out
-    assert [b["batch_index"] for b in batches] == sorted({b["batch_index"] for b in batches})
-
+    loader = stoker.Loader(lines.manifest, num_threads=3, **options)
+    assert loader.num_samples == n == len(dataset.samples) + len(BAD_CASES)
+    assert len(loader) == -(-n // 4)
+    assert [k for b in range(len(loader)) for k in loader.plan_keys(0, b)] == lines.keys
+    run = _run_logged(loader)
+    _check_skip_epoch(loader, run, lines, dataset, epoch=0, limit=16)
+    assert len(run.keys) == n  # batches keep their size: as many samples as planned
+    assert not set(run.keys) & set(lines.bad)
+    assert [got for got, want in zip(run.keys, lines.keys) if want in lines.good] == \
+        list(lines.good)
+    logged = run.records
     stats = loader.stats()
-    assert stats["samples"]["skipped"] == len(BAD_CASES)
-    assert stats["samples"]["delivered"] == len(dataset.samples)
-    skips = {s["sample_key"]: s for s in stats["recent_skips"]}
-    assert set(skips) == set(bad_keys.values())
-    for case in BAD_CASES:
-        record = skips[bad_keys[case.name]]
-        assert record["error"] == case.code
-        for fragment in case.fragments:
-            assert fragment in record["message"]
-    assert [s["sample_key"] for s in stats["recent_skips"]] == sorted(
-        bad_keys.values(), key=lambda k: int(k.rsplit(":", 1)[1]))
+    assert stats["samples"] == {"delivered": n, "skipped": len(logged)}
+    assert len(logged) >= len(BAD_CASES)
+    assert _recent_skips(loader) == logged[-32:]
+    assert stats["consumer"]["batches"] == len(loader)
 
-    warnings = [r for r in caplog.records if r.name == "stoker" and r.levelno == logging.WARNING]
-    assert len(warnings) == len(BAD_CASES)
-    for case in BAD_CASES:
-        matching = [r for r in warnings if bad_keys[case.name] + " " in r.getMessage()]
-        assert len(matching) == 1, (case.name, [r.getMessage() for r in warnings])
-        assert case.code in matching[0].getMessage()
-        assert case.fragments[0] in matching[0].getMessage()
+    # The same stream, substitutes and failure log with any thread count and prefetch depth,
+    # and in another loader.
+    for threads, prefetch in ((1, 0), (3, 6)):
+        other = stoker.Loader(lines.manifest, num_threads=threads, prefetch=prefetch, **options)
+        again = _run_logged(other)
+        assert [b["sample_keys"] for b in again.batches] == [b["sample_keys"] for b in run.batches]
+        assert again.logs == run.logs
+        _check_skip_epoch(other, again, lines, dataset, epoch=0, limit=16)
+        other.close()
 
-    # A second epoch skips the same samples again; the counters accumulate.
-    assert [k for b in _run_epoch(loader) for k in b["sample_keys"]] == good_keys
-    assert loader.stats()["samples"]["skipped"] == 2 * len(BAD_CASES)
+    # A run resumed from a state dict makes the same replacements in the batches left.
+    first = stoker.Loader(lines.manifest, num_threads=2, **options)
+    it = iter(first)
+    for _ in range(5):
+        next(it)
+    state = first.state_dict()
+    first.close()
+    resumed = stoker.Loader(lines.manifest, num_threads=2, **options)
+    resumed.load_state_dict(state)
+    rest = _run_logged(resumed)
+    _check_skip_epoch(resumed, rest, lines, dataset, epoch=0, limit=16, first_batch=5)
+    assert [b["sample_keys"] for b in rest.batches] == [b["sample_keys"] for b in run.batches[5:]]
+    assert rest.logs == run.logs[5:]
 
-
-def test_skip_whole_batches(dataset: Dataset, tmp_path: Path) -> None:
-    # Batches in which every sample fails are not delivered; the next batch follows.
-    bad = _bad_line(dataset, BAD_CASES[0])
-    entries: list[str | bytes] = [dataset.samples[0].text, bad, bad, bad, bad,
-                                  dataset.samples[1].text]
-    manifest = tmp_path / "m.jsonl"
-    _write_manifest(manifest, entries)
-    loader = stoker.Loader(manifest, image_root=dataset.root, batch_size=2, on_error="skip",
-                           output="numpy")
-    batches = _run_epoch(loader)
-    assert [b["batch_index"] for b in batches] == [0, 2]
-    assert [b["sample_keys"] for b in batches] == [[f"{manifest}:1"], [f"{manifest}:6"]]
-    assert loader.stats()["consumer"]["batches"] == 2
-
-
-def _warned_keys(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.args[0] for r in caplog.records
-            if r.name == "stoker" and r.levelno == logging.WARNING]
-
-
-def test_skip_logs_failures_after_the_last_batch(dataset: Dataset, tmp_path: Path,
-                                                 caplog: pytest.LogCaptureFixture) -> None:
-    # Samples that fail after the last delivered batch (here: the last two batches fail
-    # entirely) are logged too. Regression: their records were dropped with the end of the
-    # epoch, counted in stats() but never logged.
-    bad = _bad_line(dataset, BAD_CASES[5])  # malformed JSON
-    entries: list[str | bytes] = [dataset.samples[0].text, dataset.samples[1].text, bad, bad,
-                                  bad]
-    manifest = tmp_path / "m.jsonl"
-    _write_manifest(manifest, entries)
-    loader = stoker.Loader(manifest, image_root=dataset.root, batch_size=2, on_error="skip",
-                           output="numpy")
-    with caplog.at_level(logging.WARNING, logger="stoker"):
-        batches = _run_epoch(loader)
-    assert [b["sample_keys"] for b in batches] == [[f"{manifest}:1", f"{manifest}:2"]]
-    expected = [f"{manifest}:{n}" for n in (3, 4, 5)]
-    assert [s["sample_key"] for s in loader.stats()["recent_skips"]] == expected
-    assert _warned_keys(caplog) == expected
-    # A manifest in which every sample fails: no batch at all, every failure logged.
-    caplog.clear()
-    _write_manifest(manifest, [bad, bad, bad])
-    with caplog.at_level(logging.WARNING, logger="stoker"):
-        assert _run_epoch(stoker.Loader(manifest, batch_size=2, on_error="skip",
-                                        output="numpy")) == []
-    assert _warned_keys(caplog) == [f"{manifest}:{n}" for n in (1, 2, 3)]
+    # The substitutes are keyed by the seed and the epoch; the planned samples are not
+    # (no shuffle). A second epoch fails on the same planned samples again and counts on.
+    second = _run_logged(loader)
+    _check_skip_epoch(loader, second, lines, dataset, epoch=1, limit=16)
+    assert [loader.plan_keys(1, b) for b in range(len(loader))] == \
+        [loader.plan_keys(0, b) for b in range(len(loader))]
+    substitutes = _substitutes(loader, run, lines, 0)
+    assert len(substitutes) == len(BAD_CASES)
+    assert _substitutes(loader, second, lines, 1) != substitutes
+    assert loader.stats()["samples"]["skipped"] == len(logged) + len(second.records)
+    reseeded = stoker.Loader(lines.manifest, num_threads=2, seed=1, **options)
+    other_seed = _run_logged(reseeded)
+    _check_skip_epoch(reseeded, other_seed, lines, dataset, epoch=0, limit=16)
+    assert [reseeded.plan_keys(0, b) for b in range(len(loader))] == \
+        [loader.plan_keys(0, b) for b in range(len(loader))]
+    assert _substitutes(reseeded, other_seed, lines, 0) != substitutes
 
 
-def _open_fifo_for_writing_later(fifo: Path, delay: float) -> threading.Thread:
-    """After `delay`, opens `fifo` for writing as soon as a reader waits on it, then closes
-    it: the reader's open() returns and it reads an empty file."""
+def test_skip_fills_batches_whose_every_sample_fails(dataset: Dataset, tmp_path: Path) -> None:
+    # Batch 1 fails entirely: it is delivered all the same, full of substitutes (the only
+    # good lines are 1 and 6), and the next batch follows.
+    case = BAD_CASES[0]
+    lines = _write_lines(tmp_path, dataset, [dataset.samples[0], case, case, case, case,
+                                             dataset.samples[1]])
+    # Two good lines in six: a generous limit keeps a run of failed substitutes in.
+    loader = stoker.Loader(lines.manifest, image_root=dataset.root, batch_size=2,
+                           on_error="skip", max_consecutive_errors=64, output="numpy")
+    run = _run_logged(loader)
+    _check_skip_epoch(loader, run, lines, dataset, epoch=0, limit=64)
+    assert [b["batch_index"] for b in run.batches] == [0, 1, 2]
+    assert [len(b["sample_keys"]) for b in run.batches] == [2, 2, 2]
+    assert run.batches[0]["sample_keys"][0] == f"{lines.manifest}:1"
+    assert run.batches[2]["sample_keys"][1] == f"{lines.manifest}:6"
+    assert set(run.batches[1]["sample_keys"]) <= {f"{lines.manifest}:1", f"{lines.manifest}:6"}
+    assert [r[0] for r in run.logs[1]][:1] == [f"{lines.manifest}:3"]
+    stats = loader.stats()
+    assert stats["consumer"]["batches"] == 3
+    assert stats["samples"] == {"delivered": 6, "skipped": len(run.records)}
+
+
+def test_skip_logs_failures_of_the_last_batches(dataset: Dataset, tmp_path: Path) -> None:
+    # The last two batches are planned from failing lines only. Their failures are logged
+    # with them, before the last batch is handed out; nothing is left for the end of the
+    # epoch. Regression (when failed samples were dropped): records of failures after the
+    # last delivered batch were counted in stats() but never logged.
+    case = BAD_CASES[5]  # malformed JSON
+    lines = _write_lines(tmp_path, dataset, [dataset.samples[0], dataset.samples[1],
+                                             case, case, case])
+    loader = stoker.Loader(lines.manifest, image_root=dataset.root, batch_size=2,
+                           on_error="skip", max_consecutive_errors=64, output="numpy")
+    run = _run_logged(loader)
+    _check_skip_epoch(loader, run, lines, dataset, epoch=0, limit=64)
+    assert [len(b["sample_keys"]) for b in run.batches] == [2, 2, 1]
+    assert run.batches[0]["sample_keys"] == [f"{lines.manifest}:1", f"{lines.manifest}:2"]
+    assert run.logs[0] == []
+    assert [r[0] for r in run.logs[1]][:1] == [f"{lines.manifest}:3"]
+    assert [r[0] for r in run.logs[2]][:1] == [f"{lines.manifest}:5"]
+    assert loader.stats()["samples"]["skipped"] == len(run.records)
+    assert _recent_skips(loader) == run.records[-32:]
+
+    # A manifest in which every sample fails: no substitute can succeed, so the first slot
+    # fails max_consecutive_errors + 1 times and the epoch ends in LimitExceededError, every
+    # one of those failures logged before it.
+    _write_manifest(lines.manifest, [_bad_line(dataset, case)] * 3)
+    all_bad = _Lines(lines.manifest, {}, {f"{lines.manifest}:{n}": case for n in (1, 2, 3)})
+    loader = stoker.Loader(lines.manifest, batch_size=2, on_error="skip",
+                           max_consecutive_errors=3, output="numpy")
+    run = _run_logged(loader)
+    assert run.batches == []
+    assert isinstance(run.error, LimitExceededError)
+    assert len(run.tail) == 4
+    _check_failure_records(run.tail, all_bad, [f"{lines.manifest}:1"], limit=4)
+    assert run.error.sample_key == run.tail[-1][0]
+    assert "4 consecutive samples failed (max_consecutive_errors=3)" in str(run.error)
+    assert run.tail[-1][2] in str(run.error)  # the last failure's cause
+    assert loader.stats()["samples"]["skipped"] == 4
+    assert _recent_skips(loader) == run.tail
+
+
+def _serve_fifo(fifo: Path, delay: float, stop: threading.Event) -> threading.Thread:
+    """Until `stop`: `delay` after each read begins (or after the start), opens `fifo` for
+    writing as soon as a reader waits on it, then closes it: the reader's open() returns and
+    it reads an empty file. Every read of the FIFO is slow, however often it is read."""
 
     def writer() -> None:
-        time.sleep(delay)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError as exc:
-                if exc.errno != errno.ENXIO:  # ENXIO: no reader yet
-                    raise
-                time.sleep(0.01)
-                continue
-            os.close(fd)
-            return
+        while not stop.is_set():
+            if stop.wait(delay):
+                return
+            while not stop.is_set():
+                try:
+                    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                except OSError as exc:
+                    if exc.errno != errno.ENXIO:  # ENXIO: no reader yet
+                        raise
+                    time.sleep(0.01)
+                    continue
+                os.close(fd)
+                break
 
     thread = threading.Thread(target=writer, daemon=True)
     thread.start()
     return thread
 
 
-def test_skip_logs_failures_while_waiting_for_a_slow_batch(
-        dataset: Dataset, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    # A fully failed batch followed by one that takes longer than next()'s internal wait
-    # slice (0.1 s, for Ctrl-C) to prepare. Regression: the failed batch's records were
-    # dropped when next() went round its wait loop, so they were never logged.
-    # The slow sample's image is a FIFO: reading it blocks until the test opens it for
-    # writing (0.4 s later), then finds it empty, a failure of its own.
+def test_skip_logs_failures_while_waiting_for_a_slow_batch(dataset: Dataset,
+                                                           tmp_path: Path) -> None:
+    # Batch 2's planned sample takes longer than next()'s internal wait slice (0.1 s, for
+    # Ctrl-C) to fail, and batch 1's substitutes may be slow too: next() goes round its wait
+    # loop while the failure records of the batch it waits for are pending. Regression: those
+    # records were dropped when next() went round that loop, so they were never logged.
+    # The slow sample's image is a FIFO: each read blocks until the writer opens it (0.4 s
+    # later), then finds it empty, a failure of its own.
     fifo = tmp_path / "slow.png"
     os.mkfifo(fifo)
-    bad = _bad_line(dataset, BAD_CASES[5])  # malformed JSON
-    entries: list[str | bytes] = [dataset.samples[3].text, bad,
-                                  _message_line([str(fifo)], "slow"), dataset.samples[4].text]
-    manifest = tmp_path / "m.jsonl"
-    _write_manifest(manifest, entries)
-    loader = stoker.Loader(manifest, image_root=dataset.root, batch_size=1, prefetch=0,
+    slow = BadCase("fifo", UnsupportedImageError, ValueError, "UnsupportedImage", ("empty",),
+                   line=_message_line([str(fifo)], "slow").encode())
+    lines = _write_lines(tmp_path, dataset, [dataset.samples[3], BAD_CASES[5], slow,
+                                             dataset.samples[4]])
+    loader = stoker.Loader(lines.manifest, image_root=dataset.root, batch_size=1, prefetch=0,
                            num_threads=1, on_error="skip", output="numpy")
-    writer = _open_fifo_for_writing_later(fifo, delay=0.4)
-    with caplog.at_level(logging.WARNING, logger="stoker"):
-        batches = _run_epoch(loader)
-    writer.join(timeout=30)
-    assert [b["sample_keys"] for b in batches] == [[f"{manifest}:1"], [f"{manifest}:4"]]
+    stop = threading.Event()
+    writer = _serve_fifo(fifo, delay=0.4, stop=stop)
+    try:
+        run = _run_logged(loader)
+    finally:
+        stop.set()
+        writer.join(timeout=30)
+    _check_skip_epoch(loader, run, lines, dataset, epoch=0, limit=16)
+    key = lines.keys
+    assert run.batches[0]["sample_keys"] == [key[0]]
+    assert run.batches[3]["sample_keys"] == [key[3]]
+    assert set(run.keys[1:3]) <= {key[0], key[3]}  # the only good lines
     assert loader.stats()["consumer"]["wait_s"] > 0.3  # next() did wait for the FIFO
-    assert _warned_keys(caplog) == [f"{manifest}:2", f"{manifest}:3"]
-    assert [s["error"] for s in loader.stats()["recent_skips"]] == ["ManifestError",
-                                                                   "UnsupportedImage"]
+    assert [r[0] for r in run.logs[1]][:1] == [key[1]]
+    assert [r[0] for r in run.logs[2]][:1] == [key[2]]
+    assert run.logs[0] == run.logs[3] == []
+    assert (run.logs[1][0][1], run.logs[2][0][1]) == ("ManifestError", "UnsupportedImage")
+    assert _recent_skips(loader) == run.records
+    assert loader.stats()["samples"]["skipped"] == len(run.records)
+
+
+def _probe_failures(tmp_path: Path, dataset: Dataset, num_lines: int, seed: int, limit: int,
+                    batch: int) -> list[int]:
+    """Line numbers of the planned sample and the first `limit` substitutes of batch
+    `batch` (batch_size 1) in epoch 0, for a manifest of `num_lines` lines and `seed`: the
+    substitutes depend on the number of samples, not on their content, so a manifest whose
+    every line fails shows them all, in order, in its failure log."""
+    case = BAD_CASES[1]
+    probe = _write_lines(tmp_path, dataset, [case] * num_lines,
+                         name=f"probe-{seed}-{limit}-{batch}.jsonl")
+    loader = stoker.Loader(probe.manifest, image_root=dataset.root, batch_size=1, seed=seed,
+                           on_error="skip", max_consecutive_errors=limit, num_threads=1,
+                           output="numpy")
+    if batch:
+        state = loader.state_dict()
+        state["next_batch"] = batch
+        loader.load_state_dict(state)
+    run = _run_logged(loader)
+    loader.close()
+    assert run.batches == [] and isinstance(run.error, LimitExceededError)
+    assert len(run.tail) == limit + 1
+    _check_failure_records(run.tail, probe, [f"{probe.manifest}:{batch + 1}"], limit=limit + 1)
+    assert run.error.sample_key == run.tail[-1][0]
+    return [_line(key) for key, _, _ in run.tail]
 
 
 @pytest.mark.parametrize("limit", [0, 2, 5])
-def test_max_consecutive_errors(dataset: Dataset, tmp_path: Path, limit: int,
-                                caplog: pytest.LogCaptureFixture) -> None:
-    bad = _bad_line(dataset, BAD_CASES[1])  # truncated JPEG
-    good = [s.text for s in dataset.samples[:6]]
-    # A run of exactly `limit` failures is tolerated; the run of limit + 1 is not.
-    entries: list[str | bytes] = [good[0], *[bad] * limit, good[1], good[2],
-                                  *[bad] * (limit + 1), good[3], good[4], good[5]]
-    manifest = tmp_path / "m.jsonl"
-    _write_manifest(manifest, entries)
-    loader = stoker.Loader(manifest, image_root=dataset.root, batch_size=1, on_error="skip",
-                           max_consecutive_errors=limit, num_threads=2, output="numpy")
-    delivered = []
-    with caplog.at_level(logging.WARNING, logger="stoker"):
-        with pytest.raises(LimitExceededError, match="consecutive") as info:
-            for batch in loader:
-                delivered.extend(batch["sample_keys"])
-    assert delivered == [f"{manifest}:{n}" for n in (1, limit + 2, limit + 3)]
-    message = str(info.value)
+def test_max_consecutive_errors(dataset: Dataset, tmp_path: Path, limit: int) -> None:
+    # Batch size 1, no shuffle: batch b plans line b + 1. Slot `tolerated` (batch 1) fails
+    # exactly `limit` times: its planned line and its first limit - 1 substitutes fail, the
+    # next substitute is good. Slot `crossing` (batch 4) fails limit + 1 times: its planned
+    # line and its first `limit` substitutes fail. Every other line is good. The substitutes
+    # are found by probing (see _probe_failures); a seed is picked for which the two sets of
+    # requirements do not contradict each other.
+    num_lines, tolerated, crossing = 40, 1, 4
+    case = BAD_CASES[1]  # truncated JPEG
+    if limit == 0:
+        # The first failure is one too many: batch 1 raises at once, with no substitute.
+        seed, crossing = 0, tolerated
+        chain_t: list[int] = []
+        chain_c = [tolerated + 1]
+        failing = set(chain_c)
+    else:
+        for seed in range(100):
+            chain_t = _probe_failures(tmp_path, dataset, num_lines, seed, limit, tolerated)
+            chain_c = _probe_failures(tmp_path, dataset, num_lines, seed, limit, crossing)
+            failing = set(chain_t[:limit]) | set(chain_c)
+            # Good: batches 0, 2 and 3, and the tolerated slot's substitute number `limit`.
+            if not failing & {1, 3, 4, chain_t[limit]}:
+                break
+        else:
+            pytest.fail("no seed gives a consistent layout")
+    spec: list[Sample | BadCase] = [case if n in failing else dataset.samples[n % 45]
+                                    for n in range(1, num_lines + 1)]
+    lines = _write_lines(tmp_path, dataset, spec)
+    key = {n: f"{lines.manifest}:{n}" for n in range(1, num_lines + 1)}
+    loader = stoker.Loader(lines.manifest, image_root=dataset.root, batch_size=1, seed=seed,
+                           on_error="skip", max_consecutive_errors=limit, num_threads=2,
+                           output="numpy")
+    run = _run_logged(loader)
+
+    if limit == 0:
+        expected = [[key[1]]]
+    else:
+        expected = [[key[1]], [key[chain_t[limit]]], [key[3]], [key[4]]]
+    assert [b["sample_keys"] for b in run.batches] == expected
+    for batch in run.batches:
+        _check_sample(dataset, batch, 0, lines.good[batch["sample_keys"][0]])
+    # The tolerated slot logged exactly its `limit` failures, with its batch.
+    assert [[r[0] for r in logs] for logs in run.logs] == \
+        [[key[n] for n in chain_t[:limit]] if b == tolerated else [] for b in range(len(expected))]
+    # The crossing slot's limit + 1 failures, logged before the error.
+    # Regression (when failed samples were dropped): the run's records were dropped with the
+    # error.
+    assert [r[0] for r in run.tail] == [key[n] for n in chain_c]
+    for record in run.records:
+        assert record[1] == case.code and "truncated" in record[2]
+    error = run.error
+    assert isinstance(error, LimitExceededError)
+    message = str(error)
     assert f"{limit + 1} consecutive samples failed" in message
     assert f"max_consecutive_errors={limit}" in message
     assert "truncated" in message  # the last failure's cause
-    crossing = 2 * limit + 4  # line of the failure that crosses the limit
-    assert info.value.sample_key == f"{manifest}:{crossing}"
+    assert run.tail[-1][2] in message
+    assert error.sample_key == key[chain_c[-1]]
     assert loader.stats()["samples"]["skipped"] == 2 * limit + 1
-    # Every skipped sample was logged before the error, those of the failing run included.
-    # Regression: the run's records were dropped with the error.
-    bad_lines = [*range(2, limit + 2), *range(limit + 4, crossing + 1)]
-    assert _warned_keys(caplog) == [f"{manifest}:{n}" for n in bad_lines]
+    assert _recent_skips(loader) == run.records
 
 
 def test_skip_with_default_limit_survives_scattered_errors(dataset: Dataset,
                                                            tmp_path: Path) -> None:
-    # Many failures in total, never more than the default 16 in a row.
-    bad = _bad_line(dataset, BAD_CASES[0])
-    entries: list[str | bytes] = []
-    for s in dataset.samples:
-        entries += [bad] * 16 + [s.text]
-    manifest = tmp_path / "m.jsonl"
-    _write_manifest(manifest, entries)
-    loader = stoker.Loader(manifest, image_root=dataset.root, batch_size=5, on_error="skip",
-                           output="numpy", num_threads=4)
-    logging.getLogger("stoker").disabled = True
-    try:
-        texts = [t for b in loader for t in b["samples"]]
-    finally:
-        logging.getLogger("stoker").disabled = False
-    assert texts == [s.text for s in dataset.samples]
+    # Half the manifest fails, every other line: far more failures in all than the default
+    # limit of 16, but never 17 in one slot (a substitute fails with probability 1/2).
+    spec: list[Sample | BadCase] = []
+    for sample in dataset.samples:
+        spec += [BAD_CASES[0], sample]
+    lines = _write_lines(tmp_path, dataset, spec)
+    loader = stoker.Loader(lines.manifest, image_root=dataset.root, batch_size=5,
+                           on_error="skip", output="numpy", num_threads=4)
+    run = _run_logged(loader)
+    _check_skip_epoch(loader, run, lines, dataset, epoch=0, limit=16)
+    assert len(run.keys) == len(spec)
     stats = loader.stats()
-    assert stats["samples"]["skipped"] == 16 * len(dataset.samples)
-    assert 0 < len(stats["recent_skips"]) <= stats["samples"]["skipped"]
+    assert stats["samples"] == {"delivered": len(spec), "skipped": len(run.records)}
+    assert stats["samples"]["skipped"] >= len(dataset.samples) > 16
+    assert _recent_skips(loader) == run.records[-32:]
+    assert len(stats["recent_skips"]) == 32
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,6 +7,12 @@ Result<std::unique_ptr<Loader>> Loader::Make(const LoaderOptions& options) {
   STOKER_RETURN_NOT_OK(ValidateOptions(options.pipeline));
   if (options.sources.empty()) return status::InvalidArgument("no sources given");
   LoaderOptions resolved = options;
+  // Check the order options before opening (and indexing) any manifest.
+  resolved.plan.sources.clear();
+  for (const SourceOptions& s : options.sources) {
+    resolved.plan.sources.push_back({1, s.weight, s.repeat});
+  }
+  STOKER_RETURN_NOT_OK(plan::ValidatePlanOptions(resolved.plan));
   std::vector<std::shared_ptr<const manifest::Source>> sources;
   resolved.plan.sources.clear();
   for (SourceOptions& s : resolved.sources) {

@@ -45,7 +45,7 @@ int64_t FirstExhaustedLength(const std::vector<SourcePlan>& sources,
 
 }  // namespace
 
-Result<EpochPlan> EpochPlan::Make(const PlanConfig& config, int64_t epoch) {
+Status ValidatePlanOptions(const PlanConfig& config) {
   if (config.sources.empty()) return status::InvalidArgument("no sources");
   if (config.batch_size < 1) {
     return status::InvalidArgument("batch_size must be >= 1, got ",
@@ -56,6 +56,26 @@ Result<EpochPlan> EpochPlan::Make(const PlanConfig& config, int64_t epoch) {
                                    std::to_string(config.rank),
                                    ", world_size=", std::to_string(config.world_size));
   }
+  if (config.policy == EpochPolicy::kFixedSamples && config.samples_per_epoch < 1) {
+    return status::InvalidArgument("samples_per_epoch must be >= 1, got ",
+                                   std::to_string(config.samples_per_epoch));
+  }
+  for (size_t i = 0; i < config.sources.size(); ++i) {
+    const SourcePlan& s = config.sources[i];
+    if (config.policy == EpochPolicy::kRepeat && s.repeat < 1) {
+      return status::InvalidArgument("source ", std::to_string(i), ": repeat must be >= 1");
+    }
+    if (config.policy != EpochPolicy::kRepeat &&
+        (s.weight == 0 || s.weight > WeightedInterleave::kMaxWeight)) {
+      return status::InvalidArgument("source ", std::to_string(i), " has weight ",
+                                     std::to_string(s.weight), " (must be in 1..2^40)");
+    }
+  }
+  return Status::OK();
+}
+
+Result<EpochPlan> EpochPlan::Make(const PlanConfig& config, int64_t epoch) {
+  STOKER_RETURN_NOT_OK(ValidatePlanOptions(config));
   if (epoch < 0) return status::InvalidArgument("negative epoch");
   std::vector<uint64_t> weights;
   for (size_t i = 0; i < config.sources.size(); ++i) {
@@ -64,10 +84,6 @@ Result<EpochPlan> EpochPlan::Make(const PlanConfig& config, int64_t epoch) {
       return status::InvalidArgument("source ", std::to_string(i), " has no samples");
     }
     if (config.policy == EpochPolicy::kRepeat) {
-      if (s.repeat < 1) {
-        return status::InvalidArgument("source ", std::to_string(i),
-                                       ": repeat must be >= 1");
-      }
       weights.push_back(static_cast<uint64_t>(s.repeat) *
                         static_cast<uint64_t>(s.num_samples));
     } else {
@@ -82,9 +98,6 @@ Result<EpochPlan> EpochPlan::Make(const PlanConfig& config, int64_t epoch) {
       plan.epoch_samples_ = FirstExhaustedLength(config.sources, weights);
       break;
     case EpochPolicy::kFixedSamples:
-      if (config.samples_per_epoch < 1) {
-        return status::InvalidArgument("samples_per_epoch must be >= 1");
-      }
       plan.epoch_samples_ = config.samples_per_epoch;
       break;
     case EpochPolicy::kRepeat:

@@ -56,6 +56,10 @@ struct SampleRef {
   bool operator==(const SampleRef&) const = default;
 };
 
+// Checks what can be checked before the sources are opened: batch size, rank and world
+// size, the policy's parameters, each source's weight and repeat (num_samples ignored).
+Status ValidatePlanOptions(const PlanConfig& config);
+
 class EpochPlan {
  public:
   // Errors: InvalidArgument naming the option (no sources, an empty source, weights,
