@@ -18,7 +18,7 @@ die() { printf '\nerror: %s\n' "$*" >&2; exit 1; }
 APT_PACKAGES=(
   build-essential pkg-config ccache
   python3 python3-venv python3-dev
-  libjpeg62-turbo-dev libpng-dev libwebp-dev libsimdjson-dev libgtest-dev
+  libjpeg62-turbo-dev libpng-dev libwebp-dev libsimdjson-dev libgtest-dev libhwy-dev
 )
 
 ensure_apt_packages() {

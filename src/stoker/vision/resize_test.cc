@@ -1,6 +1,7 @@
 #include "stoker/vision/resize.h"
 
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <random>
 #include <vector>
@@ -141,15 +142,16 @@ TEST(ResizeTest, UnchangedSizeCopies) {
   EXPECT_EQ(out, src);
 }
 
-// The production passes must equal the scalar reference byte for byte.
-TEST(ResizeTest, FastPassesEqualScalarOnRandomImages) {
-  std::mt19937 rng(1234);
+// The SIMD passes must equal the scalar reference byte for byte, for every SIMD
+// target compiled in that this CPU can run.
+void ExpectSimdEqualsScalar(uint32_t seed, int iterations) {
+  std::mt19937 rng(seed);
   ResizeScratch scratch_a, scratch_b;
-  for (int iter = 0; iter < 300; ++iter) {
-    const int w = 1 + static_cast<int>(rng() % 97);
-    const int h = 1 + static_cast<int>(rng() % 89);
-    const int ow = 1 + static_cast<int>(rng() % 120);
-    const int oh = 1 + static_cast<int>(rng() % 120);
+  for (int iter = 0; iter < iterations; ++iter) {
+    const int w = 1 + static_cast<int>(rng() % 150);
+    const int h = 1 + static_cast<int>(rng() % 120);
+    const int ow = 1 + static_cast<int>(rng() % 170);
+    const int oh = 1 + static_cast<int>(rng() % 140);
     std::vector<uint8_t> src(static_cast<size_t>(w) * h * 3);
     // Mix noise and flat areas so clipping at 0 and 255 is exercised.
     for (auto& v : src) v = (rng() % 4 == 0) ? static_cast<uint8_t>((rng() % 2) * 255)
@@ -163,6 +165,17 @@ TEST(ResizeTest, FastPassesEqualScalarOnRandomImages) {
       ASSERT_EQ(a, b) << w << "x" << h << " -> " << ow << "x" << oh;
     }
   }
+}
+
+TEST(ResizeTest, SimdEqualsScalarOnRandomImages) {
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  ASSERT_FALSE(targets.empty());
+  for (int64_t target : targets) {
+    SCOPED_TRACE(testing::Message() << "Highway target " << hwy::TargetName(target));
+    hwy::SetSupportedTargetsForTest(target);
+    ExpectSimdEqualsScalar(static_cast<uint32_t>(1234 + target % 1000), 150);
+  }
+  hwy::SetSupportedTargetsForTest(0);  // back to what the CPU supports
 }
 
 }  // namespace
