@@ -138,13 +138,14 @@ class VisionProcessor {
     }
     if (!failure.ok()) Throw(failure);
 
-    // Phase 2: one output allocation, then each image writes its rows in place.
-    auto values = std::make_shared<std::vector<float>>(static_cast<size_t>(total_rows * row));
+    // Phase 2: one output allocation (left uninitialised: every float is written
+    // below), then each image writes its rows in place.
+    std::shared_ptr<float[]> values(new float[static_cast<size_t>(total_rows * row)]);
     auto grid = std::make_shared<std::vector<int64_t>>(n * 3);
     {
       nb::gil_scoped_release release;
       vision::VisionScratch& scratch = ThreadScratch();
-      float* out = values->data();
+      float* out = values.get();
       for (size_t i = 0; i < n; ++i) {
         const vision::ImagePlan& plan = plans[i];
         const size_t count = static_cast<size_t>(plan.num_patches() * row);
@@ -170,7 +171,7 @@ class VisionProcessor {
     if (!failure.ok()) Throw(failure);
 
     TensorView pv;
-    pv.data = values->data();
+    pv.data = values.get();
     pv.dtype = DType::kFloat32;
     pv.ndim = 2;
     pv.shape = {total_rows, row, 0, 0};
