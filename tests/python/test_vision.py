@@ -194,3 +194,15 @@ def test_errors_name_the_image_and_come_before_work(tmp_path):
 
 def test_exported_from_package():
     assert stoker.vision is vision
+
+
+def test_native_binding_keeps_converted_inputs_alive():
+    # The native call converts a strided array into a temporary contiguous copy; the
+    # copy must live until the pixels are read.
+    img = RNG.integers(0, 256, (60, 90, 3), dtype=np.uint8)
+    processor = vision._processor(vision.resolve_config("qwen2-vl"), "torchvision", "hf",
+                                  "pillow13", 10**8)
+    views = [img[:, ::2], img[::-1, 1::2]]
+    pixel_values, _ = processor.preprocess(views, ["a", "b"], False, False)
+    want = vision.preprocess([np.ascontiguousarray(v) for v in views])["pixel_values"]
+    np.testing.assert_array_equal(pixel_values, want)

@@ -96,7 +96,10 @@ class VisionProcessor {
     const size_t n = nb::len(items);
     if (names.size() != n) Throw(status::InvalidArgument("one name per image expected"));
     std::vector<Input> inputs(n);
-    std::vector<nb::object> keep;  // arrays converted to views stay referenced here
+    // The array handles stay alive until the end of the call: if nanobind had to
+    // convert an input (dtype or layout), the converted copy lives in the handle.
+    std::vector<RgbArray> arrays;
+    arrays.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       nb::handle item = items[i];
       if (nb::isinstance<nb::bytes>(item)) {
@@ -110,6 +113,7 @@ class VisionProcessor {
         inputs[i].pixels = array.data();
         inputs[i].height = static_cast<int64_t>(array.shape(0));
         inputs[i].width = static_cast<int64_t>(array.shape(1));
+        arrays.push_back(std::move(array));
       }
     }
     vision::EncodedImageOptions options;
