@@ -19,6 +19,7 @@ APT_PACKAGES=(
   build-essential pkg-config ccache
   python3 python3-venv python3-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev libsimdjson-dev libxxhash-dev libgtest-dev
+  libhwy-dev
 )
 
 ensure_apt_packages() {

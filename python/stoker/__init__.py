@@ -6,16 +6,19 @@ The work happens in C++ (``stoker._stoker``); this package is its Python face:
 * :class:`stoker.Loader` — batches from JSONL manifests (:class:`stoker.Source` for
   weighted mixes), with prefetch, sharding, exact resume and stats;
 * :mod:`stoker.codec` — one image at a time (``decode``, ``probe``);
+* :mod:`stoker.vision` — Qwen-VL image preprocessing (``preprocess``,
+  ``visual_token_count``), bit-exact with Hugging Face;
 * :mod:`stoker.errors` — the exceptions, one class per kind of failure;
 * ``stoker`` on the command line — ``stoker demo``.
 """
 
 from stoker import errors  # first: the native module raises these
 from stoker import codec
+from stoker import vision
 from stoker.errors import StokerError
 from stoker.loader import Loader
 from stoker.sources import Source
 
 __version__ = "0.1.0"
 
-__all__ = ["Loader", "Source", "StokerError", "codec", "errors", "__version__"]
+__all__ = ["Loader", "Source", "StokerError", "codec", "errors", "vision", "__version__"]

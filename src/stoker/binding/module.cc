@@ -32,6 +32,8 @@ using namespace nb::literals;
 
 namespace stoker::binding {
 
+void RegisterVision(nb::module_& m);  // vision_binding.cc
+
 namespace {
 
 TensorView ImageView(codec::DecodedImage&& image) {
@@ -312,6 +314,7 @@ NB_MODULE(_stoker, m) {
   m.doc() = "Stoker's native engine. Use the `stoker` package, not this module.";
   nb::register_exception_translator(TranslateStatus);
   // Component registrations (one Register*(m) call per binding file) go here.
+  RegisterVision(m);
 
   m.attr("DEFAULT_MAX_IMAGE_PIXELS") = codec::kDefaultMaxImagePixels;
   m.def("decode", &Decode, "data"_a, "max_pixels"_a = codec::kDefaultMaxImagePixels);

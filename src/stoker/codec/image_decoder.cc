@@ -87,6 +87,25 @@ Status DecodeImageInto(std::span<const uint8_t> data, const ImageInfo& info,
   return status::UnsupportedImage(DescribeUnknown(data));
 }
 
+Status DecodeImageRgbaInto(std::span<const uint8_t> data, const ImageInfo& info,
+                           std::span<uint8_t> out) {
+  if (!info.has_alpha) {
+    return status::InvalidArgument(ImageFormatName(info.format),
+                                   " image has no alpha channel to decode");
+  }
+  const size_t expected = static_cast<size_t>(info.pixels()) * 4;
+  if (out.size() != expected) {
+    return status::InvalidArgument("output buffer has ", std::to_string(out.size()),
+                                   " bytes, RGBA image needs ", std::to_string(expected));
+  }
+  switch (info.format) {
+    case ImageFormat::kPng: return internal::DecodePngRgba(data, info, out);
+    case ImageFormat::kWebp: return internal::DecodeWebpRgba(data, info, out);
+    default: break;
+  }
+  return status::UnsupportedImage(ImageFormatName(info.format), " has no alpha channel");
+}
+
 Result<DecodedImage> DecodeImage(std::span<const uint8_t> data, const DecodeOptions& options,
                                  BufferPool& pool) {
   STOKER_ASSIGN_OR_RETURN(ImageInfo info, ProbeImage(data));

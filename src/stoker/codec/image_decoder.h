@@ -37,6 +37,10 @@ struct ImageInfo {
   ImageFormat format = ImageFormat::kUnknown;
   int width = 0;
   int height = 0;
+  // True when Pillow would open the image in mode RGBA (PNG colour type 6, at 8 or 16
+  // bits; WebP with alpha). Grey+alpha and palette transparency do not count: Pillow
+  // opens those as LA / P, which the alpha-aware paths leave alone.
+  bool has_alpha = false;
   int64_t pixels() const { return int64_t{width} * height; }
 };
 
@@ -59,6 +63,13 @@ struct DecodeOptions {
 Status DecodeImageInto(std::span<const uint8_t> data, const ImageInfo& info,
                        std::span<uint8_t> out);
 
+// Like DecodeImageInto, but keeps the alpha channel: `out` holds exactly
+// info.width * info.height * 4 bytes, RGBA, with the colour channels Pillow's mode RGBA
+// holds (16-bit PNG reduced to the high byte; alpha not premultiplied). Only for images
+// with info.has_alpha (InvalidArgument otherwise).
+Status DecodeImageRgbaInto(std::span<const uint8_t> data, const ImageInfo& info,
+                           std::span<uint8_t> out);
+
 struct DecodedImage {
   Buffer pixels;  // height * width * 3 bytes, RGB
   int width = 0;
@@ -80,6 +91,10 @@ Status DecodePng(std::span<const uint8_t> data, const ImageInfo& info,
                  std::span<uint8_t> out);
 Status DecodeWebp(std::span<const uint8_t> data, const ImageInfo& info,
                   std::span<uint8_t> out);
+Status DecodePngRgba(std::span<const uint8_t> data, const ImageInfo& info,
+                     std::span<uint8_t> out);
+Status DecodeWebpRgba(std::span<const uint8_t> data, const ImageInfo& info,
+                      std::span<uint8_t> out);
 }  // namespace internal
 
 }  // namespace stoker::codec

@@ -97,11 +97,32 @@ Result<ImageInfo> ProbePng(std::span<const uint8_t> data) {
   info.format = ImageFormat::kPng;
   info.width = static_cast<int>(width);
   info.height = static_cast<int>(height);
+  // IHDR colour type (byte 25) 6 = truecolour with alpha: Pillow mode RGBA.
+  constexpr uint8_t kColorTypeRgba = 6;
+  info.has_alpha = data.size() > 25 && data[25] == kColorTypeRgba;
   return info;
 }
 
-Status DecodePng(std::span<const uint8_t> data, const ImageInfo& info,
-                 std::span<uint8_t> out) {
+namespace {
+
+// RGBA rows (8 or 16 bits per channel) -> RGBA bytes; 16-bit keeps the high byte, as
+// Pillow's "RGBA;16B" unpacker does.
+void RowToRgba(const uint8_t* in, uint8_t* out, int width, int bit_depth) {
+  if (bit_depth == 8) {
+    std::memcpy(out, in, static_cast<size_t>(width) * 4);
+    return;
+  }
+  for (int x = 0; x < width; ++x, in += 8, out += 4) {
+    out[0] = in[0];
+    out[1] = in[2];
+    out[2] = in[4];
+    out[3] = in[6];
+  }
+}
+
+// Shared by DecodePng (out_channels 3) and DecodePngRgba (4, colour type RGBA only).
+Status DecodePngTo(std::span<const uint8_t> data, const ImageInfo& info,
+                   std::span<uint8_t> out, int out_channels) {
   ReadContext ctx{data, 0, {0}};
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx, OnError, OnWarning);
   if (png == nullptr) return status::Internal("PNG: could not create decoder");
@@ -140,8 +161,12 @@ Status DecodePng(std::span<const uint8_t> data, const ImageInfo& info,
   const int bit_depth = png_get_bit_depth(png, png_info);
   const size_t row_bytes = png_get_rowbytes(png, png_info);
 
-  const size_t out_stride = static_cast<size_t>(info.width) * 3;
-  const bool direct = channels == 3 && bit_depth == 8;
+  if (out_channels == 4 && channels != 4) {
+    png_destroy_read_struct(&png, &png_info, nullptr);
+    return status::UnsupportedImage("PNG: RGBA output requested for an image without alpha");
+  }
+  const size_t out_stride = static_cast<size_t>(info.width) * out_channels;
+  const bool direct = channels == out_channels && bit_depth == 8;
   if (!direct) raw.resize(row_bytes * static_cast<size_t>(info.height));
   for (int y = 0; y < info.height; ++y) {
     rows[y] = direct ? out.data() + out_stride * y : raw.data() + row_bytes * y;
@@ -151,11 +176,28 @@ Status DecodePng(std::span<const uint8_t> data, const ImageInfo& info,
   png_destroy_read_struct(&png, &png_info, nullptr);
   if (!direct) {
     for (int y = 0; y < info.height; ++y) {
-      RowToRgb(raw.data() + row_bytes * y, out.data() + out_stride * y, info.width, channels,
-               bit_depth);
+      if (out_channels == 4) {
+        RowToRgba(raw.data() + row_bytes * y, out.data() + out_stride * y, info.width,
+                  bit_depth);
+      } else {
+        RowToRgb(raw.data() + row_bytes * y, out.data() + out_stride * y, info.width,
+                 channels, bit_depth);
+      }
     }
   }
   return Status::OK();
+}
+
+}  // namespace
+
+Status DecodePng(std::span<const uint8_t> data, const ImageInfo& info,
+                 std::span<uint8_t> out) {
+  return DecodePngTo(data, info, out, 3);
+}
+
+Status DecodePngRgba(std::span<const uint8_t> data, const ImageInfo& info,
+                     std::span<uint8_t> out) {
+  return DecodePngTo(data, info, out, 4);
 }
 
 }  // namespace stoker::codec::internal

@@ -1,5 +1,6 @@
 // WebP through libwebp's simple decoding API (fancy upsampling for lossy images, as
-// in Pillow, which also decodes with libwebp); alpha, if any, is dropped.
+// in Pillow, which also decodes with libwebp); alpha is dropped by DecodeWebp and kept
+// by DecodeWebpRgba.
 #include <webp/decode.h>
 
 #include <string>
@@ -26,6 +27,7 @@ Result<ImageInfo> ProbeWebp(std::span<const uint8_t> data) {
   info.format = ImageFormat::kWebp;
   info.width = features.width;
   info.height = features.height;
+  info.has_alpha = features.has_alpha != 0;
   return info;
 }
 
@@ -33,6 +35,16 @@ Status DecodeWebp(std::span<const uint8_t> data, const ImageInfo& info,
                   std::span<uint8_t> out) {
   const int stride = info.width * 3;
   if (WebPDecodeRGBInto(data.data(), data.size(), out.data(), out.size(), stride) ==
+      nullptr) {
+    return status::CorruptImage("WebP: bitstream is damaged or truncated");
+  }
+  return Status::OK();
+}
+
+Status DecodeWebpRgba(std::span<const uint8_t> data, const ImageInfo& info,
+                      std::span<uint8_t> out) {
+  const int stride = info.width * 4;
+  if (WebPDecodeRGBAInto(data.data(), data.size(), out.data(), out.size(), stride) ==
       nullptr) {
     return status::CorruptImage("WebP: bitstream is damaged or truncated");
   }

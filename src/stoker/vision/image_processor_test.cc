@@ -1,0 +1,113 @@
+#include "stoker/vision/image_processor.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+namespace stoker::vision {
+namespace {
+
+TEST(ImageProcessorTest, FamiliesAndRowLength) {
+  auto q2 = ImageProcessor::Make(DefaultProcessorConfig(ModelFamily::kQwen2Vl));
+  auto q3 = ImageProcessor::Make(DefaultProcessorConfig(ModelFamily::kQwen3Vl));
+  ASSERT_TRUE(q2.ok() && q3.ok());
+  EXPECT_EQ(q2->row_length(), 1176);
+  EXPECT_EQ(q3->row_length(), 1536);
+  EXPECT_EQ(*ParseModelFamily("Qwen2.5_VL"), ModelFamily::kQwen25Vl);
+  EXPECT_FALSE(ParseModelFamily("llava").ok());
+}
+
+TEST(ImageProcessorTest, PlanGivesGridAndTokens) {
+  auto p = ImageProcessor::Make(DefaultProcessorConfig(ModelFamily::kQwen2Vl));
+  ASSERT_TRUE(p.ok());
+  auto plan = p->Plan(480, 640);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->resized_height, 476);
+  EXPECT_EQ(plan->resized_width, 644);
+  EXPECT_EQ(plan->grid_h, 34);
+  EXPECT_EQ(plan->grid_w, 46);
+  EXPECT_EQ(plan->visual_tokens(), 17 * 23);
+}
+
+TEST(ImageProcessorTest, PlanRefusesBadImagesBeforeWork) {
+  ProcessorConfig c = DefaultProcessorConfig(ModelFamily::kQwen2Vl);
+  c.max_source_pixels = 1000;
+  auto p = ImageProcessor::Make(c);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->Plan(100, 100).status().code(), StatusCode::kLimitExceeded);
+  EXPECT_EQ(p->Plan(0, 10).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(p->Plan(1, 201).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Normalisation formulas of the two Hugging Face paths (reference spec §8), spot-checked
+// on values where they are known to differ in the last bit.
+TEST(ImageProcessorTest, NormalizationVariantsFollowTheirFormulas) {
+  const double mean = 0.48145466, std = 0.26862954, rf = 1.0 / 255.0;
+  int differing = 0;
+  for (int v = 0; v < 256; ++v) {
+    const auto b = static_cast<uint8_t>(v);
+    const float slow = (static_cast<float>(v * rf) - static_cast<float>(mean)) /
+                       static_cast<float>(std);
+    const float m = static_cast<float>(mean) * 255.0f, s = static_cast<float>(std) * 255.0f;
+    const float fast = (static_cast<float>(v) - m) / s;
+    EXPECT_EQ(NormalizeSlow(b, rf, mean, std), slow);
+    EXPECT_EQ(NormalizeFast(b, rf, mean, std), fast);
+    differing += slow != fast;
+  }
+  EXPECT_GT(differing, 100);  // the spec counts 167 of 256 for this channel
+}
+
+// pixel_values layout against a literal transcription of Hugging Face's reshape /
+// transpose ([T, C, Hb, m, P, Wb, m, P] -> [Hb, Wb, m, m, C, T, P, P]).
+TEST(ImageProcessorTest, PatchLayoutMatchesReshapeTranspose) {
+  for (ModelFamily family : {ModelFamily::kQwen2Vl, ModelFamily::kQwen3Vl}) {
+    ProcessorConfig c = DefaultProcessorConfig(family);
+    c.min_pixels = 0;
+    auto p = ImageProcessor::Make(c);
+    ASSERT_TRUE(p.ok());
+    const int f = static_cast<int>(c.factor());
+    const int h = 2 * f, w = 3 * f;  // no resize: the layout alone is tested
+    std::mt19937 rng(7);
+    std::vector<uint8_t> img(static_cast<size_t>(h) * w * 3);
+    for (auto& v : img) v = static_cast<uint8_t>(rng());
+    auto plan = p->Plan(h, w);
+    ASSERT_TRUE(plan.ok());
+    ASSERT_EQ(plan->resized_height, h);
+    std::vector<float> out(plan->num_patches() * p->row_length());
+    VisionScratch scratch;
+    ASSERT_TRUE(p->Run(*plan, img, out, scratch).ok());
+
+    const int P = c.patch_size, m = c.merge_size, T = c.temporal_patch_size;
+    const int gh = h / P, gw = w / P, hb = gh / m, wb = gw / m;
+    // Naive: build the 9-D index of each output element in the transposed order.
+    size_t idx = 0;
+    for (int bh = 0; bh < hb; ++bh)
+      for (int bw = 0; bw < wb; ++bw)
+        for (int mh = 0; mh < m; ++mh)
+          for (int mw = 0; mw < m; ++mw)
+            for (int ch = 0; ch < 3; ++ch)
+              for (int tp = 0; tp < T; ++tp)
+                for (int py = 0; py < P; ++py)
+                  for (int px = 0; px < P; ++px, ++idx) {
+                    const int y = (bh * m + mh) * P + py, x = (bw * m + mw) * P + px;
+                    const float want = p->NormalizedValue(ch, img[(y * w + x) * 3 + ch]);
+                    ASSERT_EQ(out[idx], want) << "element " << idx;
+                  }
+    EXPECT_EQ(idx, out.size());
+  }
+}
+
+TEST(ImageProcessorTest, RunChecksBufferSizes) {
+  auto p = ImageProcessor::Make(DefaultProcessorConfig(ModelFamily::kQwen2Vl));
+  ASSERT_TRUE(p.ok());
+  auto plan = p->Plan(56, 56);
+  ASSERT_TRUE(plan.ok());
+  std::vector<uint8_t> img(56 * 56 * 3);
+  std::vector<float> out(1);
+  VisionScratch scratch;
+  EXPECT_EQ(p->Run(*plan, img, out, scratch).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace stoker::vision

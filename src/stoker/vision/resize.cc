@@ -1,0 +1,205 @@
+#include "stoker/vision/resize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace stoker::vision {
+
+namespace {
+
+// Keys' cubic convolution kernel with a = -0.5, support 2. The two libraries evaluate
+// the outer piece in different operation orders, which can change the last bit of a
+// weight, so each gets its own copy (Pillow: Resample.c bicubic_filter; ATen:
+// UpSampleKernel.cpp aa_filter via cubic_convolution2).
+constexpr double kCubicA = -0.5;
+constexpr double kCubicSupport = 2.0;
+
+double PillowCubic(double x) {
+  if (x < 0.0) x = -x;
+  if (x < 1.0) return ((kCubicA + 2.0) * x - (kCubicA + 3.0)) * x * x + 1;
+  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * kCubicA;
+  return 0.0;
+}
+
+double TorchCubic(double x) {
+  if (x < 0.0) x = -x;
+  if (x < 1.0) return ((kCubicA + 2) * x - (kCubicA + 3)) * x * x + 1;
+  if (x < 2.0) return ((kCubicA * x - 5 * kCubicA) * x + 8 * kCubicA) * x - 4 * kCubicA;
+  return 0.0;
+}
+
+// Pillow: PRECISION_BITS = 32 - 8 - 2 (Resample.c).
+constexpr int kPillowPrecision = 22;
+// ATen picks the largest precision whose biggest weight still fits int16 (< 2^15),
+// searching up to 22 bits.
+constexpr int kTorchMaxPrecision = 22;
+constexpr double kInt16Limit = 32768.0;
+
+// Rounds half away from zero, as both libraries' (int)(w +/- 0.5) casts do.
+int32_t RoundAway(double v) {
+  return v < 0 ? static_cast<int32_t>(-0.5 + v) : static_cast<int32_t>(0.5 + v);
+}
+
+inline uint8_t Clip8(int32_t acc, int precision) {
+  const int32_t v = acc >> precision;  // arithmetic shift: floor division
+  return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
+}
+
+}  // namespace
+
+void PlanAxis(ResizeBackend backend, int in_size, int out_size, AxisTaps* taps) {
+  const bool pillow = backend == ResizeBackend::kPillow;
+  // Pillow's box edge is a float32; in_size is exact in float32 for any real image.
+  const double scale = pillow ? static_cast<double>(static_cast<float>(in_size)) / out_size
+                              : static_cast<double>(in_size) / static_cast<double>(out_size);
+  const double filter_scale = scale < 1.0 ? 1.0 : scale;
+  const double support = kCubicSupport * filter_scale;
+  const int max_taps = static_cast<int>(std::ceil(support)) * 2 + 1;
+  const double inv_scale = 1.0 / filter_scale;
+
+  taps->in_size = in_size;
+  taps->out_size = out_size;
+  taps->max_taps = max_taps;
+  taps->start.resize(out_size);
+  taps->count.resize(out_size);
+  // Float weights first (both libraries normalise in double, then convert).
+  thread_local std::vector<double> weights;
+  weights.assign(static_cast<size_t>(out_size) * max_taps, 0.0);
+  double max_weight = 0.0;
+  for (int i = 0; i < out_size; ++i) {
+    const double center = (i + 0.5) * scale;
+    int xmin = static_cast<int>(center - support + 0.5);  // truncation toward zero
+    if (xmin < 0) xmin = 0;
+    int xmax = static_cast<int>(center + support + 0.5);
+    if (xmax > in_size) xmax = in_size;
+    int n = std::clamp(xmax - xmin, 0, max_taps);
+    double* w = &weights[static_cast<size_t>(i) * max_taps];
+    double total = 0.0;
+    for (int j = 0; j < n; ++j) {
+      // (int sum) - center + 0.5, then scaled: the libraries' operation order.
+      const double x = ((j + xmin) - center + 0.5) * inv_scale;
+      w[j] = pillow ? PillowCubic(x) : TorchCubic(x);
+      total += w[j];
+    }
+    if (total != 0.0) {
+      for (int j = 0; j < n; ++j) {
+        w[j] /= total;  // a division, not a multiplication by 1 / total
+        max_weight = std::max(max_weight, w[j]);
+      }
+    }
+    taps->start[i] = xmin;
+    taps->count[i] = n;
+  }
+
+  int precision = kPillowPrecision;
+  if (!pillow) {
+    precision = 0;
+    while (precision < kTorchMaxPrecision) {
+      const double scaled = max_weight * static_cast<double>(int64_t{1} << (precision + 1));
+      if (static_cast<int64_t>(0.5 + scaled) >= static_cast<int64_t>(kInt16Limit)) break;
+      ++precision;
+    }
+  }
+  taps->precision = precision;
+  const double one = static_cast<double>(int64_t{1} << precision);
+  taps->weights.resize(weights.size());
+  for (size_t k = 0; k < weights.size(); ++k) {
+    // Pillow multiplies by 2^22 then rounds; ATen scales by 2^p then rounds, and
+    // stores int16. The padding weights (0.0) convert to 0 either way.
+    int32_t v = RoundAway(weights[k] * one);
+    if (!pillow) v = static_cast<int16_t>(v);
+    taps->weights[k] = v;
+  }
+}
+
+void HorizontalPassScalar(const uint8_t* src, int rows, int channels, const AxisTaps& taps,
+                          uint8_t* dst) {
+  const int precision = taps.precision;
+  const int32_t bias = int32_t{1} << (precision - 1);
+  const size_t in_stride = static_cast<size_t>(taps.in_size) * channels;
+  const size_t out_stride = static_cast<size_t>(taps.out_size) * channels;
+  for (int y = 0; y < rows; ++y) {
+    const uint8_t* in = src + in_stride * y;
+    uint8_t* out = dst + out_stride * y;
+    for (int x = 0; x < taps.out_size; ++x) {
+      const int32_t* k = &taps.weights[static_cast<size_t>(x) * taps.max_taps];
+      const uint8_t* p = in + static_cast<size_t>(taps.start[x]) * channels;
+      const int n = taps.count[x];
+      for (int c = 0; c < channels; ++c) {
+        int32_t acc = bias;
+        for (int j = 0; j < n; ++j) acc += static_cast<int32_t>(p[j * channels + c]) * k[j];
+        out[x * channels + c] = Clip8(acc, precision);
+      }
+    }
+  }
+}
+
+void VerticalPassScalar(const uint8_t* src, int width, int channels, const AxisTaps& taps,
+                        uint8_t* dst) {
+  const int precision = taps.precision;
+  const int32_t bias = int32_t{1} << (precision - 1);
+  const size_t stride = static_cast<size_t>(width) * channels;
+  for (int y = 0; y < taps.out_size; ++y) {
+    const int32_t* k = &taps.weights[static_cast<size_t>(y) * taps.max_taps];
+    const uint8_t* in = src + stride * taps.start[y];
+    const int n = taps.count[y];
+    uint8_t* out = dst + stride * y;
+    for (size_t i = 0; i < stride; ++i) {
+      int32_t acc = bias;
+      for (int j = 0; j < n; ++j) acc += static_cast<int32_t>(in[stride * j + i]) * k[j];
+      out[i] = Clip8(acc, precision);
+    }
+  }
+}
+
+bool PillowVerticalFirst(PillowPassOrder order, int width, int height, int out_width,
+                         int out_height) {
+  if (out_height >= height) return false;
+  switch (order) {
+    case PillowPassOrder::kHorizontalFirst: return false;
+    case PillowPassOrder::kTallVerticalFirst: return int64_t{height} > int64_t{100} * width;
+    case PillowPassOrder::kReductionBased:
+      return 2 * (int64_t{width} - out_width) < int64_t{height} - out_height;
+  }
+  return false;
+}
+
+void ResizeRgb(const uint8_t* src, int width, int height, uint8_t* dst, int out_width,
+               int out_height, const ResizeOptions& options, ResizeScratch& scratch) {
+  constexpr int kChannels = 3;
+  const bool need_h = out_width != width;
+  const bool need_v = out_height != height;
+  auto horizontal = options.force_scalar ? HorizontalPassScalar : HorizontalPass;
+  auto vertical = options.force_scalar ? VerticalPassScalar : VerticalPass;
+  if (!need_h && !need_v) {
+    std::memcpy(dst, src, static_cast<size_t>(width) * height * kChannels);
+    return;
+  }
+  if (need_h) PlanAxis(options.backend, width, out_width, &scratch.horizontal);
+  if (need_v) PlanAxis(options.backend, height, out_height, &scratch.vertical);
+  if (!need_v) {
+    horizontal(src, height, kChannels, scratch.horizontal, dst);
+    return;
+  }
+  if (!need_h) {
+    vertical(src, width, kChannels, scratch.vertical, dst);
+    return;
+  }
+  const bool vertical_first =
+      options.backend == ResizeBackend::kPillow &&
+      PillowVerticalFirst(options.pillow_order, width, height, out_width, out_height);
+  if (vertical_first) {
+    scratch.intermediate.resize(static_cast<size_t>(width) * out_height * kChannels);
+    vertical(src, width, kChannels, scratch.vertical, scratch.intermediate.data());
+    horizontal(scratch.intermediate.data(), out_height, kChannels, scratch.horizontal, dst);
+    return;
+  }
+  // Both libraries run the whole horizontal pass into a uint8 image (Pillow skips rows
+  // no vertical tap reads; their values would be the same).
+  scratch.intermediate.resize(static_cast<size_t>(out_width) * height * kChannels);
+  horizontal(src, height, kChannels, scratch.horizontal, scratch.intermediate.data());
+  vertical(scratch.intermediate.data(), out_width, kChannels, scratch.vertical, dst);
+}
+
+}  // namespace stoker::vision
