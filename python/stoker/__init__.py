@@ -5,15 +5,20 @@ The work happens in C++ (``stoker._stoker``); this package is its Python face:
 
 * :class:`stoker.Loader` — batches from a JSONL manifest, with prefetch and stats;
 * :mod:`stoker.codec` — one image at a time (``decode``, ``probe``);
+* :mod:`stoker.text` — tokenizer, chat templates, labels and mRoPE ids
+  (``stoker.text.Tokenizer``, ``stoker.encode_sample``);
 * :mod:`stoker.errors` — the exceptions, one class per kind of failure;
 * ``stoker`` on the command line — ``stoker demo``.
 """
 
 from stoker import errors  # first: the native module raises these
 from stoker import codec
+from stoker import text
 from stoker.errors import StokerError
 from stoker.loader import Loader
+from stoker.text import encode_sample
 
 __version__ = "0.1.0"
 
-__all__ = ["Loader", "StokerError", "codec", "errors", "__version__"]
+__all__ = ["Loader", "StokerError", "codec", "encode_sample", "errors", "text",
+           "__version__"]

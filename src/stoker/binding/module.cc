@@ -29,6 +29,8 @@ using namespace nb::literals;
 
 namespace stoker::binding {
 
+void RegisterText(nb::module_& m);  // text_binding.cc
+
 namespace {
 
 TensorView ImageView(codec::DecodedImage&& image) {
@@ -237,6 +239,7 @@ NB_MODULE(_stoker, m) {
   m.doc() = "Stoker's native engine. Use the `stoker` package, not this module.";
   nb::register_exception_translator(TranslateStatus);
   // Component registrations (one Register*(m) call per binding file) go here.
+  RegisterText(m);
 
   m.attr("DEFAULT_MAX_IMAGE_PIXELS") = codec::kDefaultMaxImagePixels;
   m.def("decode", &Decode, "data"_a, "max_pixels"_a = codec::kDefaultMaxImagePixels);

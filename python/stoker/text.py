@@ -1,0 +1,148 @@
+"""Text preparation for Qwen-VL fine-tuning: tokenizer, chat templates, labels, mRoPE.
+
+Everything runs in C++ (``stoker._stoker``); this module is its typed Python face.
+
+* :class:`Tokenizer` — byte-level BPE loaded from a Hugging Face ``tokenizer.json``,
+  giving the ids Hugging Face ``tokenizers`` gives (Qwen2/2.5/3 vocabularies, o200k,
+  and other byte-level BPE files whose components it supports).
+* :func:`encode_sample` — one conversation to ``input_ids``, ``labels``,
+  ``attention_mask`` and ``position_ids``, as a Qwen-VL SFT run consumes them.
+* :func:`pack_position_ids` — the four-row position ids of several packed samples.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from stoker import _stoker
+
+#: Label of tokens that are not trained (PyTorch's ``ignore_index``).
+IGNORE_INDEX: int = -100
+
+#: Model families :func:`encode_sample` renders.
+MODELS = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl")
+
+#: Label modes of :func:`encode_sample`.
+LABEL_MODES = ("assistant", "last_assistant", "all")
+
+
+class Tokenizer:
+    """A byte-level BPE tokenizer read from a Hugging Face ``tokenizer.json``.
+
+    Encoding is exact with respect to Hugging Face ``tokenizers`` for the files it
+    accepts (it refuses, naming the component, any file it cannot reproduce). The model
+    is immutable and shared; every call borrows its own scratch, so one ``Tokenizer``
+    may be used from several threads. Calls release the GIL.
+    """
+
+    def __init__(self, native: Any, path: str) -> None:
+        self._native = native
+        self._path = path
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], *,
+                  hand_written_splitter: bool = True) -> "Tokenizer":
+        """Loads ``path``: a ``tokenizer.json`` or a folder holding one.
+
+        ``hand_written_splitter=False`` runs every split pattern through Oniguruma
+        (the engine ``tokenizers`` uses) instead of Stoker's scanner for the Qwen
+        pattern; both give the same pieces, the scanner is faster.
+        """
+        path = os.fspath(path)
+        return cls(_stoker.Tokenizer.from_file(path, hand_written_splitter), path)
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        """The token ids of ``text``.
+
+        ``add_special_tokens`` is accepted for compatibility; the supported
+        post-processors (ByteLevel or none, as in the Qwen and o200k files) add none.
+        """
+        return self._native.encode(text)
+
+    def encode_batch(self, texts: Sequence[str], add_special_tokens: bool = False, *,
+                     num_threads: int | None = None) -> list[list[int]]:
+        """The ids of each text, computed in parallel (``num_threads`` defaults to the
+        machine's CPU count) with the GIL released."""
+        return self._native.encode_batch(list(texts), int(num_threads or 0))
+
+    def decode(self, ids: Iterable[int], skip_special_tokens: bool = False) -> str:
+        """The text of ``ids``; byte sequences that are not valid UTF-8 become U+FFFD.
+        ``skip_special_tokens`` drops added tokens flagged special (not e.g. ``<think>``)."""
+        return self._native.decode([int(i) for i in ids], skip_special_tokens)
+
+    def token_to_id(self, token: str) -> int | None:
+        """The id of a token string (vocabulary strings are in byte-level form, e.g.
+        ``"Ġhello"``), or None."""
+        return self._native.token_to_id(token)
+
+    def id_to_token(self, id: int) -> str | None:
+        """The token string of an id, or None."""
+        return self._native.id_to_token(int(id))
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of distinct tokens, added tokens included."""
+        return self._native.vocab_size
+
+    def __repr__(self) -> str:
+        return f"Tokenizer({self._path!r}, vocab_size={self.vocab_size})"
+
+
+def encode_sample(sample: Mapping[str, Any] | str, *, model: str = "qwen2-vl",
+                  tokenizer: Tokenizer,
+                  image_grids: Sequence[Sequence[int]] | None = None,
+                  max_length: int | None = None, label_mode: str = "assistant",
+                  add_vision_id: bool = False, add_generation_prompt: bool = False,
+                  qwen3_empty_think: bool = False,
+                  train_trailing_newline: bool = True) -> dict[str, Any]:
+    """Prepares the text side of one training sample.
+
+    ``sample`` is a manifest record (a dict or its JSON text) in the messages format or
+    the LLaVA/ShareGPT format (``{"image": ..., "conversations": [{"from": "human",
+    "value": "<image>\\n..."}, ...]}``). The conversation is rendered with the chat
+    template of ``model`` (``"qwen2-vl"``, ``"qwen2.5-vl"`` or ``"qwen3-vl"``), each
+    image's ``<|image_pad|>`` is repeated ``t*h*w/4`` times for its grid, the text is
+    tokenized, and labels and mRoPE position ids are computed.
+
+    ``image_grids``: one ``(t, h, w)`` patch grid per image, in order of appearance
+    (``image_grid_thw`` of the image processor). For now the caller supplies them; once
+    Stoker's vision stage lands, ``encode_sample`` will compute them together with
+    ``pixel_values`` from the images themselves.
+
+    ``label_mode``: ``"assistant"`` (train each assistant turn's content, its
+    ``<|im_end|>`` and the following newline; mask everything else),
+    ``"last_assistant"`` (only the last assistant turn: mask history) or ``"all"``
+    (train on every token, the prompt included). ``qwen3_empty_think`` injects a trained
+    ``<think>\\n\\n</think>\\n\\n`` into Qwen3-VL assistant turns without one (as
+    LLaMA-Factory's ``qwen3_vl`` template does). ``max_length`` truncates; cutting
+    through an image's tokens is an error.
+
+    Returns a dict of NumPy int64 arrays ``input_ids`` [L], ``labels`` [L],
+    ``attention_mask`` [L], ``position_ids`` [3, L], plus ``rope_delta``, the rendered
+    ``text`` and the ``images`` references in order.
+    """
+    if isinstance(sample, str):
+        line = sample
+    else:
+        line = json.dumps(sample, ensure_ascii=False)
+    grids = [] if image_grids is None else [[int(v) for v in g] for g in image_grids]
+    return _stoker.encode_sample(
+        line, tokenizer._native, model, grids, int(max_length or 0), label_mode,
+        bool(add_vision_id), bool(add_generation_prompt), bool(qwen3_empty_think),
+        bool(train_trailing_newline))
+
+
+def pack_position_ids(position_ids: Sequence[np.ndarray]) -> np.ndarray:
+    """Packs several samples' ``[3, L_i]`` position ids into one ``[4, sum L_i]`` array:
+    row 0 restarts at 0 in every sample (the sequence boundaries FlashAttention reads),
+    rows 1-3 are the samples' own mRoPE rows."""
+    flat = [np.ascontiguousarray(p, dtype=np.int64).reshape(-1).tolist() for p in position_ids]
+    return _stoker.pack_position_ids(flat)
+
+
+__all__ = ["IGNORE_INDEX", "LABEL_MODES", "MODELS", "Tokenizer", "encode_sample",
+           "pack_position_ids"]
