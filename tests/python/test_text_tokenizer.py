@@ -90,8 +90,9 @@ def test_lone_surrogates_are_refused_like_the_reference(pair):
         ours.encode(text)
 
 
-def test_oniguruma_and_hand_written_splitter_agree(tokenizer_files):
-    path = tokenizer_files["qwen3"] / "tokenizer.json"
+@pytest.mark.parametrize("name", ["qwen3", "o200k"])
+def test_oniguruma_and_hand_written_splitter_agree(tokenizer_files, name):
+    path = tokenizer_files[name] / "tokenizer.json"
     fast = Tokenizer.from_file(path)
     general = Tokenizer.from_file(path, hand_written_splitter=False)
     assert fast.encode_batch(CORPUS) == general.encode_batch(CORPUS)

@@ -3,8 +3,8 @@
 // or a Sequence of them).
 //
 // Two engines find the regex matches:
-// * QwenMatcher, a hand-written scanner for the Qwen2/2.5/3 split pattern (the hot
-//   path of every Qwen-VL run), and
+// * hand-written scanners for the two known patterns: Qwen2/2.5/3 (the hot path of
+//   every Qwen-VL run) and o200k, and
 // * OnigMatcher, Oniguruma itself (the engine `tokenizers` uses), for any other pattern.
 // Both report exactly what Oniguruma's find-iteration reports; tests pin them together.
 //
@@ -40,14 +40,22 @@ inline constexpr std::string_view kQwenPattern =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+// The pre-tokenizer pattern of OpenAI's o200k vocabulary (GPT-4o) in tokenizer.json form.
+inline constexpr std::string_view kO200kPattern =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}"
+    "\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}"
+    "\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
 // The GPT-2 pattern ByteLevel(use_regex=true) splits with.
 inline constexpr std::string_view kGpt2Pattern =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
 // Oniguruma (UTF-8, Ruby syntax: what `tokenizers` compiles its patterns with).
 Result<std::unique_ptr<PatternMatcher>> MakeOnigMatcher(std::string_view pattern);
-// The hand-written scanner for kQwenPattern.
+// The hand-written scanners for kQwenPattern and kO200kPattern.
 std::unique_ptr<PatternMatcher> MakeQwenMatcher();
+std::unique_ptr<PatternMatcher> MakeO200kMatcher();
 // The hand-written scanner when `pattern` is one it knows and `allow_hand_written`,
 // Oniguruma otherwise.
 Result<std::unique_ptr<PatternMatcher>> MakeMatcher(std::string_view pattern,

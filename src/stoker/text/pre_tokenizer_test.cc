@@ -43,7 +43,8 @@ std::string RandomText(std::mt19937& rng) {
       "٣", "Ⅻ", "½", "²", " ", "  ", "\t", "\n", "\r", "\r\n", "\v", "\f", "\xC2\x85",
       "\xC2\xA0", "\xE1\x9A\x80", "\xE2\x80\x83", "\xE2\x80\xA8", "\xE2\x80\xA9",
       "\xE3\x80\x80", "\xE2\x80\x8B", "!", "?", ".", ",", "-", "¿", "¥", "😀", "\xCC\x81",
-      "_", "/", "\"", "(", "<|im_end|>", "\x00", "\x7F"};
+      "_", "/", "\"", "(", "<|im_end|>", "\x00", "\x7F", "A", "Hello", "ǅ", "ʰ", "ǈa",
+      "\xCC\x81A", "Éa", "ÀB", "ῼ", "123", "4567", "/\n", "\xE0\xA4\xBF"};
   std::uniform_int_distribution<size_t> pick(0, kAtoms.size() - 1);
   std::uniform_int_distribution<int> len(0, 24);
   std::string out;
@@ -78,6 +79,41 @@ TEST(QwenMatcherTest, AgreesWithOnigurumaOnEveryCodePointPair) {
     text += " ";
     ASSERT_EQ(Pieces(*hand, text), Pieces(**onig, text)) << "code point " << static_cast<uint32_t>(cp);
   }
+}
+
+TEST(O200kMatcherTest, AgreesWithOniguruma) {
+  auto hand = MakeO200kMatcher();
+  auto onig = MakeOnigMatcher(kO200kPattern);
+  ASSERT_TRUE(onig.ok()) << onig.status().ToString();
+  std::mt19937 rng(11);
+  for (int i = 0; i < 20000; ++i) {
+    const std::string text = RandomText(rng);
+    ASSERT_EQ(Pieces(*hand, text), Pieces(**onig, text)) << "text: " << text;
+  }
+}
+
+TEST(O200kMatcherTest, AgreesWithOnigurumaOnEveryCodePoint) {
+  auto hand = MakeO200kMatcher();
+  auto onig = MakeOnigMatcher(kO200kPattern);
+  ASSERT_TRUE(onig.ok());
+  for (char32_t cp = 1; cp <= 0x10FFFF; cp += (cp < 0x3000 ? 1 : 7)) {
+    if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+    std::string text = " ";
+    AppendUtf8(cp, &text);
+    text += "aB";
+    AppendUtf8(cp, &text);
+    text += "Cd'S123";
+    AppendUtf8(cp, &text);
+    text += "4/\n";
+    ASSERT_EQ(Pieces(*hand, text), Pieces(**onig, text)) << "code point " << static_cast<uint32_t>(cp);
+  }
+}
+
+TEST(O200kMatcherTest, Examples) {
+  auto matcher = MakeO200kMatcher();
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Pieces(*matcher, "HelloWorld DON'T 12345 a/b\n"),
+            (V{"Hello", "World", " DON'T", " ", "123", "45", " a", "/b", "\n"}));
 }
 
 TEST(SplitTest, RemovedInvertKeepsMatchesOnly) {
