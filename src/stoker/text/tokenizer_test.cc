@@ -121,6 +121,25 @@ TEST(TokenizerTest, DecodeReplacesInvalidUtf8) {
   EXPECT_EQ((*t)->Decode(ids, false), "\xEF\xBF\xBDx");
 }
 
+TEST(TokenizerTest, EncodeBatchOnManyThreadsMatchesOneSession) {
+  auto t = Tokenizer::FromJson(TinyTokenizerJson());
+  ASSERT_TRUE(t.ok());
+  std::vector<std::string> texts;
+  for (int i = 0; i < 400; ++i) {
+    texts.push_back("aab b a<x>" + std::string(i % 37, 'a') + " \xC3\xA9t\xC3\xA9 " +
+                    std::to_string(i) + "\xE4\xB8\xAD");
+  }
+  std::vector<std::string_view> views(texts.begin(), texts.end());
+  std::vector<std::vector<int32_t>> batch;
+  ASSERT_TRUE(EncodeBatch(**t, views, 4, &batch).ok());
+  ASSERT_EQ(batch.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) EXPECT_EQ(batch[i], Encode(**t, texts[i]));
+  const std::vector<std::string_view> bad = {"ok", "\xFF"};
+  const Status st = EncodeBatch(**t, bad, 2, &batch);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("text 1"), std::string::npos);
+}
+
 TEST(TokenizerTest, RefusesWhatItCannotReproduce) {
   std::string json = TinyTokenizerJson();
   const std::string from = R"("decoder": {"type": "ByteLevel"})";
