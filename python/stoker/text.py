@@ -13,6 +13,7 @@ Everything runs in C++ (``stoker._stoker``); this module is its typed Python fac
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -28,6 +29,47 @@ MODELS = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl")
 
 #: Label modes of :func:`encode_sample`.
 LABEL_MODES = ("assistant", "last_assistant", "all")
+
+
+#: (resize factor = patch size x merge size, min_pixels, max_pixels) of each family's
+#: published preprocessor_config.json.
+_RESIZE = {"qwen2-vl": (28, 3136, 12845056), "qwen2.5-vl": (28, 3136, 12845056),
+           "qwen3-vl": (32, 65536, 16777216)}
+_PATCH = {"qwen2-vl": 14, "qwen2.5-vl": 14, "qwen3-vl": 16}
+
+
+def image_grid(height: int, width: int, model: str = "qwen2-vl", *,
+               min_pixels: int | None = None, max_pixels: int | None = None
+               ) -> tuple[int, int, int]:
+    """The ``(t, h, w)`` patch grid the model's image processor gives an image of
+    ``height`` x ``width`` pixels: transformers' ``smart_resize`` (round half to even,
+    then scale into [min_pixels, max_pixels]) divided by the patch size.
+
+    Defaults are the published checkpoints' limits. Stoker's vision stage will compute
+    this (and the pixels) itself; this helper lets text be prepared from image sizes.
+    """
+    if model not in _RESIZE:
+        raise ValueError(f"unknown model {model!r} (expected one of {', '.join(MODELS)})")
+    factor, lo, hi = _RESIZE[model]
+    lo = lo if min_pixels is None else min_pixels
+    hi = hi if max_pixels is None else max_pixels
+    if min(height, width) <= 0:
+        raise ValueError(f"image size must be positive, got {height}x{width}")
+    if max(height, width) / min(height, width) > 200:
+        raise ValueError("absolute aspect ratio must be smaller than 200, got "
+                         f"{max(height, width) / min(height, width)}")
+    h_bar = round(height / factor) * factor
+    w_bar = round(width / factor) * factor
+    if h_bar * w_bar > hi:
+        beta = math.sqrt((height * width) / hi)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    elif h_bar * w_bar < lo:
+        beta = math.sqrt(lo / (height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    patch = _PATCH[model]
+    return (1, h_bar // patch, w_bar // patch)
 
 
 class Tokenizer:
@@ -95,6 +137,7 @@ class Tokenizer:
 def encode_sample(sample: Mapping[str, Any] | str, *, model: str = "qwen2-vl",
                   tokenizer: Tokenizer,
                   image_grids: Sequence[Sequence[int]] | None = None,
+                  image_sizes: Sequence[Sequence[int]] | None = None,
                   max_length: int | None = None, label_mode: str = "assistant",
                   add_vision_id: bool = False, add_generation_prompt: bool = False,
                   qwen3_empty_think: bool = False,
@@ -111,7 +154,9 @@ def encode_sample(sample: Mapping[str, Any] | str, *, model: str = "qwen2-vl",
     ``image_grids``: one ``(t, h, w)`` patch grid per image, in order of appearance
     (``image_grid_thw`` of the image processor). For now the caller supplies them; once
     Stoker's vision stage lands, ``encode_sample`` will compute them together with
-    ``pixel_values`` from the images themselves.
+    ``pixel_values`` from the images themselves. Alternatively ``image_sizes`` gives
+    each image's ``(height, width)`` in pixels and the grids follow from the model's
+    resize rule (:func:`image_grid`, published min/max pixels).
 
     ``label_mode``: ``"assistant"`` (train each assistant turn's content, its
     ``<|im_end|>`` and the following newline; mask everything else),
@@ -129,6 +174,10 @@ def encode_sample(sample: Mapping[str, Any] | str, *, model: str = "qwen2-vl",
         line = sample
     else:
         line = json.dumps(sample, ensure_ascii=False)
+    if image_grids is not None and image_sizes is not None:
+        raise ValueError("give image_grids or image_sizes, not both")
+    if image_sizes is not None:
+        image_grids = [image_grid(int(h), int(w), model) for h, w in image_sizes]
     grids = [] if image_grids is None else [[int(v) for v in g] for g in image_grids]
     return _stoker.encode_sample(
         line, tokenizer._native, model, grids, int(max_length or 0), label_mode,
@@ -145,4 +194,4 @@ def pack_position_ids(position_ids: Sequence[np.ndarray]) -> np.ndarray:
 
 
 __all__ = ["IGNORE_INDEX", "LABEL_MODES", "MODELS", "Tokenizer", "encode_sample",
-           "pack_position_ids"]
+           "image_grid", "pack_position_ids"]

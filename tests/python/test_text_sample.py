@@ -150,3 +150,28 @@ def test_pack_position_ids_restart_per_sample(qwen):
     assert packed[0].tolist() == list(range(la)) + list(range(lb))
     assert packed[1:, :la].tolist() == a["position_ids"].tolist()
     assert packed[1:, la:].tolist() == b["position_ids"].tolist()
+
+
+@pytest.mark.parametrize("size, qwen2, qwen3", [
+    # The spec's smart_resize vectors (published limits), as (H', W') in pixels.
+    ((480, 640), (476, 644), (480, 640)),
+    ((1080, 1920), (1092, 1932), (1088, 1920)),
+    ((300, 400), (308, 392), (288, 384)),
+    ((42, 42), (56, 56), (256, 256)),
+    ((70, 70), (56, 56), (256, 256)),
+    ((14, 2800), (28, 812), (32, 3648)),
+    ((4000, 3000), (4004, 2996), (4000, 3008)),
+    ((250, 250), (252, 252), (256, 256)),
+    ((126, 98), (112, 112), (320, 256)),
+])
+def test_image_grid_follows_smart_resize(size, qwen2, qwen3):
+    assert stoker.text.image_grid(*size, "qwen2-vl") == (1, qwen2[0] // 14, qwen2[1] // 14)
+    assert stoker.text.image_grid(*size, "qwen3-vl") == (1, qwen3[0] // 16, qwen3[1] // 16)
+
+
+def test_image_sizes_instead_of_grids(qwen):
+    sample = {"messages": [{"role": "user", "content": [{"type": "image", "image": "a.jpg"}]}]}
+    by_size = encode_sample(sample, tokenizer=qwen, image_sizes=[(480, 640)])
+    by_grid = encode_sample(sample, tokenizer=qwen, image_grids=[(1, 34, 46)])
+    assert by_size["input_ids"].tolist() == by_grid["input_ids"].tolist()
+    assert (by_size["input_ids"] == 151655).sum() == 34 * 46 // 4
