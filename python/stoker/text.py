@@ -87,15 +87,22 @@ class Tokenizer:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], *,
-                  hand_written_splitter: bool = True) -> "Tokenizer":
+                  hand_written_splitter: bool = True,
+                  split_special_tokens: bool | None = None) -> "Tokenizer":
         """Loads ``path``: a ``tokenizer.json`` or a folder holding one.
+
+        A ``tokenizer_config.json`` beside it, when present, gives the names of the
+        special tokens (:attr:`eos_token`, ...) and ``split_special_tokens``; passing
+        ``split_special_tokens`` overrides the latter (True: special added tokens are
+        encoded as plain text, like transformers' option of that name).
 
         ``hand_written_splitter=False`` runs every split pattern through Oniguruma
         (the engine ``tokenizers`` uses) instead of Stoker's scanner for the Qwen
         pattern; both give the same pieces, the scanner is faster.
         """
         path = os.fspath(path)
-        return cls(_stoker.Tokenizer.from_file(path, hand_written_splitter), path)
+        split = -1 if split_special_tokens is None else int(bool(split_special_tokens))
+        return cls(_stoker.Tokenizer.from_file(path, hand_written_splitter, split), path)
 
     def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
         """The token ids of ``text``.
@@ -124,6 +131,29 @@ class Tokenizer:
     def id_to_token(self, id: int) -> str | None:
         """The token string of an id, or None."""
         return self._native.id_to_token(int(id))
+
+    @property
+    def bos_token(self) -> str | None:
+        """``bos_token`` of tokenizer_config.json, or None."""
+        return self._native.config_token("bos_token")
+
+    @property
+    def eos_token(self) -> str | None:
+        """``eos_token`` of tokenizer_config.json (``<|im_end|>`` for Qwen-VL Instruct)."""
+        return self._native.config_token("eos_token")
+
+    @property
+    def pad_token(self) -> str | None:
+        """``pad_token`` of tokenizer_config.json (``<|endoftext|>`` for Qwen)."""
+        return self._native.config_token("pad_token")
+
+    @property
+    def eos_token_id(self) -> int | None:
+        return None if self.eos_token is None else self.token_to_id(self.eos_token)
+
+    @property
+    def pad_token_id(self) -> int | None:
+        return None if self.pad_token is None else self.token_to_id(self.pad_token)
 
     @property
     def vocab_size(self) -> int:

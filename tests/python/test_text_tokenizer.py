@@ -123,3 +123,29 @@ def test_missing_file_is_not_found(tmp_path):
 def test_exported_from_package():
     assert stoker.text.Tokenizer is Tokenizer
     assert callable(stoker.encode_sample)
+
+
+def test_config_tokens(tokenizer_files):
+    qwen = Tokenizer.from_file(tokenizer_files["qwen3"])
+    assert (qwen.eos_token, qwen.eos_token_id) == ("<|im_end|>", 151645)
+    assert (qwen.pad_token, qwen.pad_token_id) == ("<|endoftext|>", 151643)
+    assert qwen.bos_token is None
+    o200k = Tokenizer.from_file(tokenizer_files["o200k"] / "tokenizer.json")
+    assert o200k.eos_token_id == 199999
+
+
+@pytest.mark.parametrize("name", ["qwen3", "o200k"])
+def test_split_special_tokens_matches_reference(tokenizer_files, name, tmp_path):
+    path = tokenizer_files[name] / "tokenizer.json"
+    ref = tokenizers.Tokenizer.from_file(str(path))
+    ref.encode_special_tokens = True
+    ours = Tokenizer.from_file(path, split_special_tokens=True)
+    texts = [t for t in CORPUS if "<" in t][:800]
+    assert ours.encode_batch(texts) == [e.ids for e in ref.encode_batch(texts, add_special_tokens=False)]
+    # The same switch read from tokenizer_config.json.
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "tokenizer.json").write_bytes(path.read_bytes())
+    (folder / "tokenizer_config.json").write_text('{"split_special_tokens": true}')
+    assert Tokenizer.from_file(folder).encode("<|endoftext|>") == ref.encode(
+        "<|endoftext|>", add_special_tokens=False).ids

@@ -32,14 +32,23 @@ class PyTokenizer {
   explicit PyTokenizer(std::shared_ptr<const text::Tokenizer> tokenizer)
       : tokenizer_(std::move(tokenizer)) {}
 
+  // split_special_tokens: -1 takes tokenizer_config.json's value (default false).
   static std::unique_ptr<PyTokenizer> FromFile(const std::string& path,
-                                               bool hand_written_splitter) {
+                                               bool hand_written_splitter,
+                                               int split_special_tokens) {
     text::TokenizerOptions options;
     options.hand_written_splitter = hand_written_splitter;
+    options.split_special_tokens = split_special_tokens > 0;
+    options.split_special_tokens_from_config = split_special_tokens < 0;
     Result<std::shared_ptr<const text::Tokenizer>> t = status::Internal("unreachable");
     {
       nb::gil_scoped_release release;
       t = text::Tokenizer::FromFile(path, options);
+      // An explicit choice wins over the config file.
+      if (t.ok() && split_special_tokens >= 0) {
+        options.split_special_tokens = split_special_tokens > 0;
+    options.split_special_tokens_from_config = split_special_tokens < 0;
+      }
     }
     return std::make_unique<PyTokenizer>(Unwrap(std::move(t)));
   }
@@ -180,7 +189,7 @@ nb::object PackPositionIds(const std::vector<std::vector<int64_t>>& samples) {
 void RegisterText(nb::module_& m) {
   nb::class_<PyTokenizer>(m, "Tokenizer")
       .def_static("from_file", &PyTokenizer::FromFile, "path"_a,
-                  "hand_written_splitter"_a = true)
+                  "hand_written_splitter"_a = true, "split_special_tokens"_a = -1)
       .def("encode", &PyTokenizer::Encode, "text"_a)
       .def("encode_batch", &PyTokenizer::EncodeBatch, "texts"_a, "num_threads"_a = 0)
       .def("decode", &PyTokenizer::Decode, "ids"_a, "skip_special_tokens"_a = false)
@@ -190,6 +199,10 @@ void RegisterText(nb::module_& m) {
            })
       .def("id_to_token",
            [](const PyTokenizer& self, int32_t id) { return self.tokenizer()->IdToToken(id); })
+      .def("config_token",
+           [](const PyTokenizer& self, const std::string& name) {
+             return self.tokenizer()->ConfigToken(name);
+           })
       .def_prop_ro("vocab_size",
                    [](const PyTokenizer& self) { return self.tokenizer()->vocab_size(); });
   m.def("encode_sample", &EncodeSample, "sample_json"_a, "tokenizer"_a, "model"_a,

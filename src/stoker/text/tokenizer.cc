@@ -145,18 +145,70 @@ char32_t LastChar(std::string_view s) {
 
 }  // namespace
 
-Result<std::shared_ptr<const Tokenizer>> Tokenizer::FromFile(const std::string& path,
-                                                             TokenizerOptions options) {
-  std::string file = path;
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) file = path + "/tokenizer.json";
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return status::NotFound("cannot open tokenizer file: ", file);
+namespace {
+
+Result<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return status::NotFound("cannot open tokenizer file: ", path);
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  auto result = FromJson(buffer.str(), options);
-  if (!result.ok()) return result.status().WithContext(file);
-  return result;
+  return buffer.str();
+}
+
+// What Stoker uses from tokenizer_config.json: split_special_tokens and the names of
+// the special tokens (a string, or an object with "content").
+struct TokenizerConfig {
+  std::optional<bool> split_special_tokens;
+  std::vector<std::pair<std::string, std::string>> tokens;
+};
+
+Result<TokenizerConfig> ParseConfig(const std::string& json, const std::string& path) {
+  simdjson::dom::parser parser;
+  element doc;
+  object root;
+  if (parser.parse(json).get(doc) != simdjson::SUCCESS ||
+      doc.get_object().get(root) != simdjson::SUCCESS) {
+    return status::InvalidArgument(path, ": not a JSON object");
+  }
+  TokenizerConfig config;
+  bool split;
+  if (root["split_special_tokens"].get_bool().get(split) == simdjson::SUCCESS) {
+    config.split_special_tokens = split;
+  }
+  for (const char* name : {"bos_token", "eos_token", "pad_token", "unk_token"}) {
+    element value;
+    if (root[name].get(value) != simdjson::SUCCESS) continue;
+    std::string_view content;
+    if (value.get_string().get(content) == simdjson::SUCCESS ||
+        (value.is_object() && value["content"].get_string().get(content) == simdjson::SUCCESS)) {
+      config.tokens.emplace_back(name, std::string(content));
+    }
+  }
+  return config;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Tokenizer>> Tokenizer::FromFile(const std::string& path,
+                                                             TokenizerOptions options) {
+  namespace fs = std::filesystem;
+  std::string file = path;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) file = (fs::path(path) / "tokenizer.json").string();
+  STOKER_ASSIGN_OR_RETURN(std::string json, ReadText(file));
+  TokenizerConfig config;
+  const std::string config_path = (fs::path(file).parent_path() / "tokenizer_config.json").string();
+  if (fs::is_regular_file(config_path, ec)) {
+    STOKER_ASSIGN_OR_RETURN(std::string text, ReadText(config_path));
+    STOKER_ASSIGN_OR_RETURN(config, ParseConfig(text, config_path));
+    if (config.split_special_tokens && options.split_special_tokens_from_config) {
+      options.split_special_tokens = *config.split_special_tokens;
+    }
+  }
+  auto parsed = Parse(json, options);
+  if (!parsed.ok()) return parsed.status().WithContext(file);
+  (*parsed)->config_tokens_ = std::move(config.tokens);
+  return std::shared_ptr<const Tokenizer>(std::move(*parsed));
 }
 
 Result<std::shared_ptr<const Tokenizer>> Tokenizer::FromJson(std::string_view json,
@@ -174,6 +226,7 @@ Result<std::shared_ptr<Tokenizer>> Tokenizer::Parse(std::string_view json,
                                    simdjson::error_message(error));
   }
   std::shared_ptr<Tokenizer> t(new Tokenizer());
+  t->split_special_tokens_ = options.split_special_tokens;
   object model;
   if (doc["model"].get_object().get(model) != simdjson::SUCCESS) {
     return status::InvalidArgument("tokenizer.json: no model");
@@ -336,6 +389,8 @@ void Tokenizer::SplitAdded(std::string_view text, const AddedMatcher& matcher,
     size_t stop = i + best_len;
     i = stop;  // the scan resumes after the match, whatever is done with it below
     const AddedToken& token = added_[best];
+    // Split special tokens are left in the text (the scan still resumes after them).
+    if (split_special_tokens_ && token.special) continue;
     if (token.single_word) {
       const bool start_space = start == 0 || !IsWordChar(LastChar(text.substr(0, start)));
       int len;
@@ -507,6 +562,13 @@ std::optional<int32_t> Tokenizer::TokenToId(std::string_view token) const {
   const int64_t id = model_->TokenToId(token);
   if (id < 0) return std::nullopt;
   return static_cast<int32_t>(id);
+}
+
+std::optional<std::string> Tokenizer::ConfigToken(std::string_view name) const {
+  for (const auto& [key, content] : config_tokens_) {
+    if (key == name) return content;
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> Tokenizer::IdToToken(int32_t id) const {

@@ -42,16 +42,24 @@ struct AddedToken {
 };
 
 struct TokenizerOptions {
-  // Use the hand-written scanner for split patterns it knows (the Qwen pattern).
+  // Use the hand-written scanners for split patterns they know (Qwen, o200k).
   // false forces Oniguruma for every pattern (tests compare the two).
   bool hand_written_splitter = true;
+  // Encode added tokens flagged special as plain text (transformers'
+  // split_special_tokens, tokenizers' encode_special_tokens). FromFile takes it from
+  // tokenizer_config.json when that file sets it.
+  bool split_special_tokens = false;
+  // false: keep split_special_tokens as given even when tokenizer_config.json sets it.
+  bool split_special_tokens_from_config = true;
 };
 
 class TokenizerSession;
 
 class Tokenizer {
  public:
-  // Reads `path`: a tokenizer.json, or a folder holding one.
+  // Reads `path`: a tokenizer.json, or a folder holding one. A tokenizer_config.json
+  // beside it, when present, supplies split_special_tokens and the names of the
+  // bos/eos/pad/unk tokens.
   static Result<std::shared_ptr<const Tokenizer>> FromFile(const std::string& path,
                                                            TokenizerOptions options = {});
   // Parses the contents of a tokenizer.json.
@@ -85,6 +93,9 @@ class Tokenizer {
   // get_vocab_size(with_added_tokens=True)).
   size_t vocab_size() const { return vocab_size_; }
   const std::vector<AddedToken>& added_tokens() const { return added_; }
+  // "bos_token", "eos_token", "pad_token" or "unk_token" as tokenizer_config.json names
+  // it; nullopt when unset (or no config was read).
+  std::optional<std::string> ConfigToken(std::string_view name) const;
 
  private:
   friend class TokenizerSession;
@@ -112,6 +123,8 @@ class Tokenizer {
   std::vector<std::string> normalized_contents_;  // per added token
   std::vector<int32_t> added_index_by_id_;        // id -> index into added_, or -1
   bool byte_level_decoder_ = true;
+  bool split_special_tokens_ = false;
+  std::vector<std::pair<std::string, std::string>> config_tokens_;  // (name, content)
   size_t vocab_size_ = 0;
 };
 
