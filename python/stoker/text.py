@@ -72,6 +72,18 @@ def image_grid(height: int, width: int, model: str = "qwen2-vl", *,
     return (1, h_bar // patch, w_bar // patch)
 
 
+def _why_not_text(text: Any) -> str:
+    """Why a value cannot be encoded ('' if it can)."""
+    if not isinstance(text, str):
+        return f"expected str, got {type(text).__name__}"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return (f"text contains a lone surrogate U+{ord(text[e.start]):04X} at index "
+                f"{e.start}; it has no UTF-8 form (Hugging Face tokenizers refuses it too)")
+    return ""
+
+
 class Tokenizer:
     """A byte-level BPE tokenizer read from a Hugging Face ``tokenizer.json``.
 
@@ -110,13 +122,24 @@ class Tokenizer:
         ``add_special_tokens`` is accepted for compatibility; the supported
         post-processors (ByteLevel or none, as in the Qwen and o200k files) add none.
         """
-        return self._native.encode(text)
+        try:
+            return self._native.encode(text)
+        except TypeError:
+            raise TypeError(_why_not_text(text)) from None
 
     def encode_batch(self, texts: Sequence[str], add_special_tokens: bool = False, *,
                      num_threads: int | None = None) -> list[list[int]]:
         """The ids of each text, computed in parallel (``num_threads`` defaults to the
         machine's CPU count) with the GIL released."""
-        return self._native.encode_batch(list(texts), int(num_threads or 0))
+        texts = list(texts)
+        try:
+            return self._native.encode_batch(texts, int(num_threads or 0))
+        except TypeError:
+            for i, text in enumerate(texts):
+                reason = _why_not_text(text)
+                if reason:
+                    raise TypeError(f"texts[{i}]: {reason}") from None
+            raise
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = False) -> str:
         """The text of ``ids``; byte sequences that are not valid UTF-8 become U+FFFD.

@@ -86,8 +86,12 @@ def test_lone_surrogates_are_refused_like_the_reference(pair):
     text = json.loads('"a\\ud800b"')  # a lone surrogate escaped in JSON
     with pytest.raises(TypeError):
         ref.encode(text)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="lone surrogate U\\+D800 at index 1"):
         ours.encode(text)
+    with pytest.raises(TypeError, match=r"texts\[1\]"):
+        ours.encode_batch(["ok", text])
+    with pytest.raises(TypeError, match="expected str, got int"):
+        ours.encode(3)
 
 
 @pytest.mark.parametrize("name", ["qwen3", "o200k"])
