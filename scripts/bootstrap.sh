@@ -20,7 +20,7 @@ APT_PACKAGES=(
   build-essential pkg-config ccache
   python3 python3-venv python3-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev libsimdjson-dev libgtest-dev
-  libonig-dev libutf8proc-dev xz-utils
+  libonig-dev libutf8proc-dev
 )
 
 ensure_apt_packages() {

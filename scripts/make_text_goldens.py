@@ -155,6 +155,10 @@ def conversations():
                                                    "\u212b\u2126 \r\n\r\n tabs\tand\r\nCRLF"},
                        {"role": "assistant", "content": "Both are caf\u00e9 after NFC.\r\n"}]},
          [], all_families),
+        ({"messages": [{"role": "user", "content": [img("a.jpg"), txt("Nom\u0301 ?")]},
+                       {"role": "assistant", "content": "\u0301Cafe\u0301 au lai\u0308t, "
+                                                        "n\u0303o \u212b."}]}, g[:1],
+         all_families),
         ({"image": "img/0001.jpg",
           "conversations": [{"from": "human", "value": "<image>\nWhat is shown here?"},
                             {"from": "gpt", "value": "A lighthouse at dusk."},

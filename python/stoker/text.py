@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from stoker import _stoker
+from stoker.errors import ManifestError
 
 #: Label of tokens that are not trained (PyTorch's ``ignore_index``).
 IGNORE_INDEX: int = -100
@@ -232,10 +233,16 @@ def encode_sample(sample: Mapping[str, Any] | str, *, model: str = "qwen2-vl",
     if image_sizes is not None:
         image_grids = [image_grid(int(h), int(w), model) for h, w in image_sizes]
     grids = [] if image_grids is None else [[int(v) for v in g] for g in image_grids]
-    return _stoker.encode_sample(
-        line, tokenizer._native, model, grids, int(max_length or 0), label_mode,
-        bool(add_vision_id), bool(add_generation_prompt), bool(qwen3_empty_think),
-        bool(train_trailing_newline))
+    try:
+        return _stoker.encode_sample(
+            line, tokenizer._native, model, grids, int(max_length or 0), label_mode,
+            bool(add_vision_id), bool(add_generation_prompt), bool(qwen3_empty_think),
+            bool(train_trailing_newline))
+    except TypeError:
+        reason = _why_not_text(line)
+        if reason:
+            raise ManifestError(f"sample: {reason}") from None
+        raise
 
 
 def pack_position_ids(position_ids: Sequence[np.ndarray]) -> np.ndarray:

@@ -175,3 +175,11 @@ def test_image_sizes_instead_of_grids(qwen):
     by_grid = encode_sample(sample, tokenizer=qwen, image_grids=[(1, 34, 46)])
     assert by_size["input_ids"].tolist() == by_grid["input_ids"].tolist()
     assert (by_size["input_ids"] == 151655).sum() == 34 * 46 // 4
+
+
+def test_lone_surrogates_in_samples_are_manifest_errors(qwen):
+    escaped = '{"messages": [{"role": "user", "content": "\\ud800"}]}'
+    with pytest.raises(stoker.errors.ManifestError):
+        encode_sample(escaped, tokenizer=qwen)
+    with pytest.raises(stoker.errors.ManifestError, match="lone surrogate"):
+        encode_sample({"messages": [{"role": "user", "content": "\ud800"}]}, tokenizer=qwen)

@@ -114,6 +114,17 @@ TEST(TokenizerTest, LstripRstripSingleWord) {
   EXPECT_EQ(Encode(**t, "aw w"), (V{'a', 'w', ' ', 303}));
 }
 
+TEST(TokenizerTest, NormalizedAddedTokensMatchAfterNormalization) {
+  auto t = Tokenizer::FromJson(TinyTokenizerJson(
+      R"(, {"id": 304, "content": "e\u0301x", "special": false, "lstrip": false,
+           "rstrip": false, "normalized": true, "single_word": false})"));
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  using V = std::vector<int32_t>;
+  // Both spellings normalize to "\u00e9x", which is what the token matches.
+  EXPECT_EQ(Encode(**t, "a\xC3\xA9x"), (V{'a', 304}));
+  EXPECT_EQ(Encode(**t, "ae\xCC\x81x"), (V{'a', 304}));
+}
+
 TEST(TokenizerTest, DecodeReplacesInvalidUtf8) {
   auto t = Tokenizer::FromJson(TinyTokenizerJson());
   ASSERT_TRUE(t.ok());
