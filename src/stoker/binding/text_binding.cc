@@ -87,7 +87,7 @@ class PyTokenizer {
 
   const std::shared_ptr<const text::Tokenizer>& tokenizer() const { return tokenizer_; }
 
- private:
+  // A session from the pool (a fresh one when all are busy); hand it back with Return.
   std::unique_ptr<text::TokenizerSession> Borrow() {
     std::lock_guard<std::mutex> lock(mu_);
     if (idle_.empty()) return std::make_unique<text::TokenizerSession>();
@@ -100,6 +100,7 @@ class PyTokenizer {
     if (idle_.size() < kMaxIdleSessions) idle_.push_back(std::move(session));
   }
 
+ private:
   static constexpr size_t kMaxIdleSessions = 8;
   std::shared_ptr<const text::Tokenizer> tokenizer_;
   std::mutex mu_;  // guards idle_
@@ -155,9 +156,11 @@ nb::dict EncodeSample(const std::string& sample_json, PyTokenizer& tokenizer,
             "the sample has ", std::to_string(images.size()), " images but ",
             std::to_string(image_grids.size()), " image grids were given");
       } else {
-        text::TokenizerSession session;
-        encoded = text::EncodeSample(*tokenizer.tokenizer(), &session, *conv, image_grids,
-                                     options);
+        // A pooled session keeps its piece cache warm from sample to sample.
+        std::unique_ptr<text::TokenizerSession> session = tokenizer.Borrow();
+        encoded = text::EncodeSample(*tokenizer.tokenizer(), session.get(), *conv,
+                                     image_grids, options);
+        tokenizer.Return(std::move(session));
       }
     }
   }

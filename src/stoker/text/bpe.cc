@@ -122,7 +122,7 @@ Result<BpeModel> BpeModel::Make(std::vector<std::string> vocab,
 }
 
 int64_t BpeModel::TokenToId(std::string_view token) const {
-  auto it = token_to_id_.find(std::string(token));
+  auto it = token_to_id_.find(token);
   return it == token_to_id_.end() ? -1 : static_cast<int64_t>(it->second);
 }
 
@@ -186,7 +186,7 @@ void BpeModel::Encode(std::string_view piece, bool prefix_space, BpeScratch* scr
   }
   const bool cacheable = key.size() < BpeScratch::kMaxCachedPieceBytes;
   if (cacheable) {
-    auto it = scratch->cache.find(std::string(key));
+    auto it = scratch->cache.find(key);
     if (it != scratch->cache.end()) {
       ids->insert(ids->end(), it->second.begin(), it->second.end());
       return;

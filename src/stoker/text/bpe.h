@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <functional>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -29,6 +30,12 @@ std::string VocabStringToBytes(std::string_view token);
 // Byte-level form of raw bytes (each byte as its table character, UTF-8 encoded).
 std::string BytesToVocabString(std::string_view bytes);
 
+// Hash for string keys looked up by string_view without building a std::string.
+struct StringViewHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
 // Scratch of one thread.
 struct BpeScratch {
   struct Symbol {
@@ -49,7 +56,8 @@ struct BpeScratch {
   // when it reaches kCacheCapacity entries (the same bounds `tokenizers` uses).
   static constexpr size_t kMaxCachedPieceBytes = 256;
   static constexpr size_t kCacheCapacity = 10000;
-  std::unordered_map<std::string, std::vector<uint32_t>> cache;
+  std::unordered_map<std::string, std::vector<uint32_t>, StringViewHash, std::equal_to<>>
+      cache;
 };
 
 class BpeModel {
@@ -84,7 +92,7 @@ class BpeModel {
 
   std::vector<std::string> id_to_token_;  // byte-level form
   std::vector<std::string> id_to_bytes_;  // raw bytes
-  std::unordered_map<std::string, uint32_t> token_to_id_;
+  std::unordered_map<std::string, uint32_t, StringViewHash, std::equal_to<>> token_to_id_;
   uint32_t byte_ids_[256];
   // Open-addressing table keyed by (left << 32 | right); empty slots hold kEmptyKey.
   static constexpr uint64_t kEmptyKey = ~uint64_t{0};

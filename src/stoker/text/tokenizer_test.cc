@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,31 @@ TEST(NormalizeTest, Nfc) {
   std::string out;
   ASSERT_TRUE(Normalize(NormalizationForm::kNFC, "e\xCC\x81", &out).ok());
   EXPECT_EQ(out, "\xC3\xA9");
+}
+
+TEST(NormalizeTest, ShortcutAgreesWithWholeTextNormalization) {
+  // Bases, marks in and out of canonical order, Hangul jamo and syllables, starters
+  // that compose backwards (U+0BBE, U+0DCF), singletons (U+212B), Latin-1 letters.
+  static const std::vector<std::string> kAtoms = {
+      "a", "e", "\xC3\xA9", "\xCC\x81", "\xCC\xA3", "\xCC\x87", " ", "\xE1\x84\x80",
+      "\xE1\x85\xA1", "\xE1\x86\xA8", "\xEA\xB0\x80", "\xE0\xAF\x86",
+      "\xE0\xAE\xBE", "\xE0\xB7\x99", "\xE0\xB7\x8F", "\xE2\x84\xAB", "\xE1\xBB\x87",
+      "\xE3\x81\x8B", "\xE3\x82\x99", "\xCD\x84", "\xE0\xA4\x95", "\xE0\xA4\xBC",
+      "\xF0\x9F\x98\x80", "\xC5\xBF", "x"};
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<size_t> pick(0, kAtoms.size() - 1);
+  for (int i = 0; i < 20000; ++i) {
+    std::string text;
+    const int n = static_cast<int>(rng() % 12);
+    for (int k = 0; k < n; ++k) text += kAtoms[pick(rng)];
+    for (NormalizationForm form : {NormalizationForm::kNFC, NormalizationForm::kNFD,
+                                   NormalizationForm::kNFKC}) {
+      std::string fast, whole;
+      ASSERT_TRUE(Normalize(form, text, &fast).ok());
+      ASSERT_TRUE(NormalizeWholeText(form, text, &whole).ok());
+      ASSERT_EQ(fast, whole) << "text: " << text;
+    }
+  }
 }
 
 // A tiny byte-level tokenizer: the vocabulary is the 256 byte characters plus a few

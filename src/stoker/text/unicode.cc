@@ -3,11 +3,13 @@
 #include <oniguruma.h>
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <vector>
 #include <string>
 
 namespace stoker::text {
@@ -157,29 +159,128 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
+namespace {
+
+// Code points that NFC may change or merge with what precedes them: those with a
+// non-zero combining class, a canonical decomposition, Hangul vowel/trailing jamo
+// (composed by rule), and starters that are the second half of a canonical pair (e.g.
+// U+0BBE). Every other character is a "stable" starter: nothing before it reorders
+// or composes across it, so normalization can be cut just before it. Built once from
+// utf8proc's tables, so it follows utf8proc's Unicode version.
+class NormalizationQuickCheck {
+ public:
+  NormalizationQuickCheck() : unstable_(kMaxCodePoint + 1, false) {
+    for (char32_t cp = 0; cp <= kMaxCodePoint; ++cp) {
+      if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+      const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp));
+      if (p->combining_class != 0) unstable_[cp] = true;
+      if (p->decomp_seqindex != UINT16_MAX && p->decomp_type == 0) {
+        unstable_[cp] = true;
+        utf8proc_int32_t parts[8];
+        const utf8proc_ssize_t n = utf8proc_decompose_char(
+            static_cast<utf8proc_int32_t>(cp), parts, 8, UTF8PROC_DECOMPOSE, nullptr);
+        // The last part of a canonical pair may be a starter that composes backwards.
+        if (n >= 2 && n <= 8) unstable_[static_cast<char32_t>(parts[n - 1])] = true;
+      }
+    }
+    // Hangul vowel and trailing jamo compose with what precedes them by rule.
+    for (char32_t cp = 0x1160; cp <= 0x11FF; ++cp) unstable_[cp] = true;
+  }
+
+  bool Unstable(char32_t cp) const { return unstable_[cp]; }
+
+  // True if `s` (valid UTF-8) is certainly unchanged by canonical normalization.
+  bool Stable(std::string_view s) const {
+    for (size_t i = 0; i < s.size();) {
+      // Nothing below U+0300 (lead bytes < 0xCC) is unstable.
+      if (static_cast<uint8_t>(s[i]) < 0xCC) {
+        ++i;
+        continue;
+      }
+      int len;
+      const char32_t cp = DecodeUtf8(s, i, &len);
+      if (unstable_[cp]) return false;
+      i += len;
+    }
+    return true;
+  }
+
+ private:
+  std::vector<bool> unstable_;
+};
+
+const NormalizationQuickCheck& QuickCheck() {
+  static const NormalizationQuickCheck* check = new NormalizationQuickCheck();  // kept
+  return *check;
+}
+
+}  // namespace
+
+namespace {
+Status NormalizeWhole(NormalizationForm form, std::string_view s, std::string* out);
+}  // namespace
+
+Status NormalizeWholeText(NormalizationForm form, std::string_view s, std::string* out) {
+  if (form == NormalizationForm::kNone) {
+    out->append(s);
+    return Status::OK();
+  }
+  return NormalizeWhole(form, s, out);
+}
+
 Status Normalize(NormalizationForm form, std::string_view s, std::string* out) {
   if (form == NormalizationForm::kNone) {
     out->append(s);
     return Status::OK();
   }
-  // Nothing below U+0300 decomposes canonically or takes part in a composition
-  // unless a combining mark (>= U+0300) follows, so such text is already NFC/NFD.
-  // Compatibility forms map some Latin-1 characters (e.g. U+00A0), hence NFC/NFD only.
-  if (form == NormalizationForm::kNFC || form == NormalizationForm::kNFD) {
-    bool trivial = true;
-    for (size_t i = 0; i < s.size(); ++i) {
-      const auto b = static_cast<uint8_t>(s[i]);
-      // Lead bytes of code points >= U+0300 are 0xCC and above.
-      if (b >= 0xCC) {
-        trivial = false;
-        break;
-      }
-    }
-    if (trivial) {
-      out->append(s);
-      return Status::OK();
-    }
+  // Only NFC takes the shortcut (NFD splits Latin-1 letters, compatibility forms map
+  // e.g. U+00A0): copy stable stretches, normalize only the pieces that start at the
+  // stable character before an unstable one and end before the next stable one.
+  // Characters below U+0300 are NFC-stable starters that no later character composes
+  // into except through a combining mark (itself unstable).
+  if (form != NormalizationForm::kNFC) {
+    return NormalizeWhole(form, s, out);
   }
+  const NormalizationQuickCheck& check = QuickCheck();
+  size_t copied = 0;       // s[0, copied) is in *out
+  size_t last_start = 0;   // start of the most recent character
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<uint8_t>(s[i]);
+    if (b < 0xCC) {  // a character below U+0300 (or a continuation byte of one)
+      if ((b & 0xC0) != 0x80) last_start = i;
+      ++i;
+      continue;
+    }
+    int len;
+    const char32_t cp = DecodeUtf8(s, i, &len);
+    if (!check.Unstable(cp)) {
+      last_start = i;
+      i += len;
+      continue;
+    }
+    // An unstable run: from the character before it (its possible base) to the next
+    // stable character.
+    const size_t begin = std::max(copied, i > 0 ? last_start : 0);
+    size_t end = i + len;
+    while (end < s.size()) {
+      if (static_cast<uint8_t>(s[end]) < 0xCC) break;
+      int l;
+      if (!check.Unstable(DecodeUtf8(s, end, &l))) break;
+      end += l;
+    }
+    out->append(s.substr(copied, begin - copied));
+    STOKER_RETURN_NOT_OK(NormalizeWhole(form, s.substr(begin, end - begin), out));
+    copied = end;
+    last_start = end;
+    i = end;
+  }
+  out->append(s.substr(copied));
+  return Status::OK();
+}
+
+namespace {
+
+Status NormalizeWhole(NormalizationForm form, std::string_view s, std::string* out) {
   int options = UTF8PROC_STABLE;
   switch (form) {
     case NormalizationForm::kNFC: options |= UTF8PROC_COMPOSE; break;
@@ -200,6 +301,8 @@ Status Normalize(NormalizationForm form, std::string_view s, std::string* out) {
   std::free(result);
   return Status::OK();
 }
+
+}  // namespace
 
 std::string Utf8Lossy(std::string_view bytes) {
   static constexpr char kReplacement[] = "\xEF\xBF\xBD";

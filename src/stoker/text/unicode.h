@@ -56,8 +56,12 @@ bool IsValidUtf8(std::string_view s);
 
 enum class NormalizationForm { kNone, kNFC, kNFD, kNFKC, kNFKD };
 
-// Appends the normalization of `s` (valid UTF-8) to *out.
+// Appends the normalization of `s` (valid UTF-8) to *out. NFC copies stretches of
+// characters it cannot change and normalizes only around the others.
 Status Normalize(NormalizationForm form, std::string_view s, std::string* out);
+// The same, normalizing the whole text in one utf8proc call (the reference the
+// shortcut is tested against).
+Status NormalizeWholeText(NormalizationForm form, std::string_view s, std::string* out);
 
 // Decodes bytes as UTF-8, replacing each maximal invalid subsequence by U+FFFD (the
 // policy of Rust's String::from_utf8_lossy and Python's errors="replace").
