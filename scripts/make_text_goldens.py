@@ -1,11 +1,12 @@
 """Writes the text goldens: conversations rendered, expanded, tokenized, labelled and
 given mRoPE position ids by the reference Python stack.
 
-Run it in a separate environment (NOT the project's .venv), e.g.:
+Run it in a separate environment (NOT the project's .venv; any folder outside the
+repository), e.g.:
 
-    python3 -m venv /tmp/text-ref-venv
-    /tmp/text-ref-venv/bin/pip install transformers tokenizers jinja2 numpy torch==2.13.0
-    /tmp/text-ref-venv/bin/python scripts/make_text_goldens.py
+    python3 -m venv ../text-ref-venv
+    ../text-ref-venv/bin/pip install transformers tokenizers jinja2 numpy torch==2.13.0
+    ../text-ref-venv/bin/python scripts/make_text_goldens.py
 
 What is the reference here:
 * chat templates: transformers' ``apply_chat_template`` (sandboxed Jinja2,
