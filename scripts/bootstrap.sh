@@ -14,12 +14,13 @@ PY="$VENV/bin/python"
 step() { printf '\n==> %s\n' "$*"; }
 die() { printf '\nerror: %s\n' "$*" >&2; exit 1; }
 
-# Debian package names. libjpeg62-turbo-dev is libjpeg-turbo with the libjpeg API.
+# Debian package names. libjpeg62-turbo-dev is libjpeg-turbo with the libjpeg API;
+# libonig-dev is the regex engine of Hugging Face tokenizers, libutf8proc-dev does NFC.
 APT_PACKAGES=(
   build-essential pkg-config ccache
   python3 python3-venv python3-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev libsimdjson-dev libxxhash-dev libgtest-dev
-  libhwy-dev
+  libhwy-dev libonig-dev libutf8proc-dev
 )
 
 ensure_apt_packages() {

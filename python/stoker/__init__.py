@@ -8,17 +8,22 @@ The work happens in C++ (``stoker._stoker``); this package is its Python face:
 * :mod:`stoker.codec` — one image at a time (``decode``, ``probe``);
 * :mod:`stoker.vision` — Qwen-VL image preprocessing (``preprocess``,
   ``visual_token_count``), bit-exact with Hugging Face;
+* :mod:`stoker.text` — tokenizer, chat templates, labels and mRoPE ids
+  (``stoker.text.Tokenizer``, ``stoker.encode_sample``);
 * :mod:`stoker.errors` — the exceptions, one class per kind of failure;
 * ``stoker`` on the command line — ``stoker demo``.
 """
 
 from stoker import errors  # first: the native module raises these
 from stoker import codec
+from stoker import text
 from stoker import vision
 from stoker.errors import StokerError
 from stoker.loader import Loader
 from stoker.sources import Source
+from stoker.text import encode_sample
 
 __version__ = "0.1.0"
 
-__all__ = ["Loader", "Source", "StokerError", "codec", "errors", "vision", "__version__"]
+__all__ = ["Loader", "Source", "StokerError", "codec", "encode_sample", "errors", "text",
+           "vision", "__version__"]

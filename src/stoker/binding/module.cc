@@ -33,6 +33,7 @@ using namespace nb::literals;
 namespace stoker::binding {
 
 void RegisterVision(nb::module_& m);  // vision_binding.cc
+void RegisterText(nb::module_& m);  // text_binding.cc
 
 namespace {
 
@@ -315,6 +316,7 @@ NB_MODULE(_stoker, m) {
   nb::register_exception_translator(TranslateStatus);
   // Component registrations (one Register*(m) call per binding file) go here.
   RegisterVision(m);
+  RegisterText(m);
 
   m.attr("DEFAULT_MAX_IMAGE_PIXELS") = codec::kDefaultMaxImagePixels;
   m.def("decode", &Decode, "data"_a, "max_pixels"_a = codec::kDefaultMaxImagePixels);

@@ -1,0 +1,218 @@
+#include "stoker/text/bpe.h"
+
+#include <algorithm>
+
+#include "stoker/text/unicode.h"
+
+namespace stoker::text {
+
+namespace {
+
+struct ByteTable {
+  char32_t byte_to_char[256];
+  int char_to_byte[0x200];  // every table character is below U+0200
+
+  ByteTable() {
+    std::fill(std::begin(char_to_byte), std::end(char_to_byte), -1);
+    int n = 0;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable =
+          (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      byte_to_char[b] = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(0x100 + n++);
+      char_to_byte[byte_to_char[b]] = b;
+    }
+  }
+};
+
+const ByteTable& Table() {
+  static const ByteTable table;
+  return table;
+}
+
+uint64_t PairKey(uint32_t left, uint32_t right) {
+  return (static_cast<uint64_t>(left) << 32) | right;
+}
+
+uint64_t HashKey(uint64_t key) {
+  key ^= key >> 33;
+  key *= 0xff51afd7ed558ccdULL;
+  key ^= key >> 33;
+  return key;
+}
+
+// Heap order: lowest rank first, then leftmost position (`tokenizers`' Merge ordering).
+bool Later(const BpeScratch::Candidate& a, const BpeScratch::Candidate& b) {
+  if (a.rank != b.rank) return a.rank > b.rank;
+  return a.pos > b.pos;
+}
+
+}  // namespace
+
+char32_t ByteToChar(uint8_t b) { return Table().byte_to_char[b]; }
+
+int CharToByte(char32_t cp) { return cp < 0x200 ? Table().char_to_byte[cp] : -1; }
+
+std::string VocabStringToBytes(std::string_view token) {
+  std::string out;
+  out.reserve(token.size());
+  if (!IsValidUtf8(token)) return std::string(token);
+  for (size_t i = 0; i < token.size();) {
+    int len;
+    const char32_t cp = DecodeUtf8(token, i, &len);
+    const int b = CharToByte(cp);
+    if (b < 0) return std::string(token);
+    out.push_back(static_cast<char>(b));
+    i += len;
+  }
+  return out;
+}
+
+std::string BytesToVocabString(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (char c : bytes) AppendUtf8(ByteToChar(static_cast<uint8_t>(c)), &out);
+  return out;
+}
+
+Result<BpeModel> BpeModel::Make(std::vector<std::string> vocab,
+                                const std::vector<std::pair<std::string, std::string>>& merges,
+                                bool ignore_merges) {
+  BpeModel model;
+  model.ignore_merges_ = ignore_merges;
+  model.token_to_id_.reserve(vocab.size());
+  model.id_to_bytes_.reserve(vocab.size());
+  for (uint32_t id = 0; id < vocab.size(); ++id) {
+    model.token_to_id_.emplace(vocab[id], id);
+    model.id_to_bytes_.push_back(VocabStringToBytes(vocab[id]));
+  }
+  model.id_to_token_ = std::move(vocab);
+  for (int b = 0; b < 256; ++b) {
+    std::string ch;
+    AppendUtf8(ByteToChar(static_cast<uint8_t>(b)), &ch);
+    const int64_t id = model.TokenToId(ch);
+    model.byte_ids_[b] = id < 0 ? UINT32_MAX : static_cast<uint32_t>(id);
+  }
+  size_t capacity = 16;
+  while (capacity < merges.size() * 2) capacity <<= 1;
+  model.merge_table_.assign(capacity, MergeSlot{});
+  model.merge_mask_ = capacity - 1;
+  std::string joined;
+  for (uint32_t rank = 0; rank < merges.size(); ++rank) {
+    const auto& [a, b] = merges[rank];
+    const int64_t left = model.TokenToId(a);
+    const int64_t right = model.TokenToId(b);
+    joined.assign(a).append(b);
+    const int64_t merged = model.TokenToId(joined);
+    if (left < 0 || right < 0 || merged < 0) {
+      return status::InvalidArgument("merge ", std::to_string(rank), " ('", a, "', '", b,
+                                     "') names a token that is not in the vocabulary");
+    }
+    const uint64_t key = PairKey(static_cast<uint32_t>(left), static_cast<uint32_t>(right));
+    for (uint64_t slot = HashKey(key) & model.merge_mask_;;
+         slot = (slot + 1) & model.merge_mask_) {
+      MergeSlot& s = model.merge_table_[slot];
+      if (s.key == key) break;  // a repeated merge keeps its first (lowest) rank
+      if (s.key == kEmptyKey) {
+        s = {key, rank, static_cast<uint32_t>(merged)};
+        break;
+      }
+    }
+  }
+  return model;
+}
+
+int64_t BpeModel::TokenToId(std::string_view token) const {
+  auto it = token_to_id_.find(token);
+  return it == token_to_id_.end() ? -1 : static_cast<int64_t>(it->second);
+}
+
+std::pair<uint32_t, uint32_t> BpeModel::FindMerge(uint32_t left, uint32_t right) const {
+  const uint64_t key = PairKey(left, right);
+  for (uint64_t slot = HashKey(key) & merge_mask_;; slot = (slot + 1) & merge_mask_) {
+    const MergeSlot& s = merge_table_[slot];
+    if (s.key == key) return {s.rank, s.new_id};
+    if (s.key == kEmptyKey) return {UINT32_MAX, 0};
+  }
+}
+
+void BpeModel::MergeAll(BpeScratch* scratch) const {
+  auto& symbols = scratch->symbols;
+  auto& heap = scratch->heap;
+  heap.clear();
+  auto push = [&](uint32_t pos) {
+    const int32_t next = symbols[pos].next;
+    if (next < 0) return;
+    const auto [rank, new_id] = FindMerge(symbols[pos].id, symbols[next].id);
+    if (rank == UINT32_MAX) return;
+    heap.push_back({rank, pos, new_id});
+    std::push_heap(heap.begin(), heap.end(), Later);
+  };
+  for (uint32_t i = 0; i + 1 < symbols.size(); ++i) push(i);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), Later);
+    const BpeScratch::Candidate top = heap.back();
+    heap.pop_back();
+    BpeScratch::Symbol& left = symbols[top.pos];
+    if (left.len == 0 || left.next < 0) continue;
+    const int32_t right_pos = left.next;
+    BpeScratch::Symbol& right = symbols[right_pos];
+    // A stale entry: the pair at this position changed since it was queued.
+    const auto [rank, new_id] = FindMerge(left.id, right.id);
+    if (rank == UINT32_MAX || new_id != top.new_id) continue;
+    left.id = top.new_id;
+    left.len += right.len;
+    left.next = right.next;
+    right.len = 0;
+    if (right.next >= 0) symbols[right.next].prev = static_cast<int32_t>(top.pos);
+    if (left.prev >= 0) push(static_cast<uint32_t>(left.prev));
+    push(top.pos);
+  }
+}
+
+void BpeModel::Encode(std::string_view piece, bool prefix_space, BpeScratch* scratch,
+                      std::vector<int32_t>* ids) const {
+  std::string_view key = piece;
+  if (prefix_space) {
+    scratch->key.assign(" ").append(piece);
+    key = scratch->key;
+  }
+  if (key.empty()) return;
+  if (ignore_merges_) {
+    const int64_t id = TokenToId(BytesToVocabString(key));
+    if (id >= 0) {
+      ids->push_back(static_cast<int32_t>(id));
+      return;
+    }
+  }
+  const bool cacheable = key.size() < BpeScratch::kMaxCachedPieceBytes;
+  if (cacheable) {
+    auto it = scratch->cache.find(key);
+    if (it != scratch->cache.end()) {
+      ids->insert(ids->end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  auto& symbols = scratch->symbols;
+  symbols.clear();
+  for (char c : key) {
+    const uint32_t id = byte_ids_[static_cast<uint8_t>(c)];
+    // A byte without a vocabulary entry is dropped, as `tokenizers` does without an
+    // unknown token (never the case for a byte-level vocabulary).
+    if (id == UINT32_MAX) continue;
+    const auto n = static_cast<int32_t>(symbols.size());
+    symbols.push_back({id, n - 1, -1, 1});
+    if (n > 0) symbols[n - 1].next = n;
+  }
+  MergeAll(scratch);
+  const size_t start = ids->size();
+  for (const auto& symbol : symbols) {
+    if (symbol.len != 0) ids->push_back(static_cast<int32_t>(symbol.id));
+  }
+  if (cacheable) {
+    if (scratch->cache.size() >= BpeScratch::kCacheCapacity) scratch->cache.clear();
+    scratch->cache.emplace(std::string(key),
+                           std::vector<uint32_t>(ids->begin() + start, ids->end()));
+  }
+}
+
+}  // namespace stoker::text

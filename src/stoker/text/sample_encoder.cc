@@ -1,0 +1,78 @@
+#include "stoker/text/sample_encoder.h"
+
+#include <algorithm>
+
+namespace stoker::text {
+
+Result<LabelMode> ParseLabelMode(std::string_view name) {
+  if (name == "assistant") return LabelMode::kAssistant;
+  if (name == "last_assistant") return LabelMode::kLastAssistant;
+  if (name == "all") return LabelMode::kAll;
+  return status::InvalidArgument("unknown label_mode '", name,
+                                 "' (expected assistant, last_assistant or all)");
+}
+
+Result<EncodedSample> EncodeSample(const Tokenizer& tokenizer, TokenizerSession* session,
+                                   const Conversation& conv,
+                                   const std::vector<ImageGrid>& grids,
+                                   const SampleEncodeOptions& options) {
+  STOKER_ASSIGN_OR_RETURN(RenderedChat chat,
+                          RenderChat(conv, options.family, grids, options.chat));
+  EncodedSample out;
+  std::vector<uint32_t> boundaries;  // start of every chunk but the first
+  for (const RenderedChunk& chunk : chat.chunks) {
+    if (!out.text.empty()) boundaries.push_back(static_cast<uint32_t>(out.text.size()));
+    out.text += chunk.text;
+  }
+  std::vector<int32_t> ids;
+  std::vector<uint32_t> regions;
+  STOKER_RETURN_NOT_OK(tokenizer.Encode(out.text, boundaries, session, &ids, &regions));
+
+  int last_assistant = -1;
+  for (size_t m = 0; m < conv.messages.size(); ++m) {
+    if (conv.messages[m].role == "assistant") last_assistant = static_cast<int>(m);
+  }
+  size_t n = ids.size();
+  if (options.max_length > 0 && n > static_cast<size_t>(options.max_length)) {
+    const size_t cut = static_cast<size_t>(options.max_length);
+    if (regions[cut] < chat.chunks.size() &&
+        chat.chunks[regions[cut]].part == RenderedChunk::Part::kImage && cut > 0 &&
+        regions[cut - 1] == regions[cut]) {
+      return status::LimitExceeded("max_length ", std::to_string(options.max_length),
+                                   " cuts through an image's tokens (the sample has ",
+                                   std::to_string(n), " tokens)");
+    }
+    n = cut;
+  }
+  out.input_ids.resize(n);
+  out.labels.resize(n);
+  out.attention_mask.assign(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    out.input_ids[i] = ids[i];
+    const RenderedChunk& chunk = chat.chunks[regions[i]];
+    bool trained = false;
+    switch (options.label_mode) {
+      case LabelMode::kAll:
+        trained = true;
+        break;
+      case LabelMode::kAssistant:
+      case LabelMode::kLastAssistant: {
+        using Part = RenderedChunk::Part;
+        trained = chunk.part == Part::kAssistantContent || chunk.part == Part::kAssistantEnd ||
+                  (chunk.part == Part::kAssistantNewline && options.train_trailing_newline);
+        if (options.label_mode == LabelMode::kLastAssistant && chunk.message != last_assistant) {
+          trained = false;
+        }
+        break;
+      }
+    }
+    out.labels[i] = trained ? ids[i] : kIgnoreIndex;
+  }
+  // Images whose tokens survived truncation.
+  std::vector<ImageGrid> kept(grids.begin(), grids.end());
+  STOKER_RETURN_NOT_OK(
+      MRopePositions(out.input_ids, kept, RopeIds{}, &out.position_ids, &out.rope_delta));
+  return out;
+}
+
+}  // namespace stoker::text
