@@ -43,8 +43,8 @@ std::string RandomText(std::mt19937& rng) {
       "٣", "Ⅻ", "½", "²", " ", "  ", "\t", "\n", "\r", "\r\n", "\v", "\f", "\xC2\x85",
       "\xC2\xA0", "\xE1\x9A\x80", "\xE2\x80\x83", "\xE2\x80\xA8", "\xE2\x80\xA9",
       "\xE3\x80\x80", "\xE2\x80\x8B", "!", "?", ".", ",", "-", "¿", "¥", "😀", "\xCC\x81",
-      "_", "/", "\"", "(", "<|im_end|>", "\x00", "\x7F", "A", "Hello", "ǅ", "ʰ", "ǈa",
-      "\xCC\x81A", "Éa", "ÀB", "ῼ", "123", "4567", "/\n", "\xE0\xA4\xBF"};
+      "_", "/", "\"", "(", "<|im_end|>", std::string("\x00", 1), "\x7F", "A", "Hello",
+      "ǅ", "ʰ", "ǈa", "\xCC\x81" "A", "Éa", "ÀB", "ῼ", "123", "4567", "/\n", "\xE0\xA4\xBF"};
   std::uniform_int_distribution<size_t> pick(0, kAtoms.size() - 1);
   std::uniform_int_distribution<int> len(0, 24);
   std::string out;

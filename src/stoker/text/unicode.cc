@@ -125,6 +125,33 @@ uint16_t CharClasses(char32_t cp) {
   return (*block)[cp & ((1u << kBlockBits) - 1)];
 }
 
+namespace {
+
+// What a UTF-8 lead byte (>= 0x80) asks of the bytes after it (RFC 3629, Table 3-7 of
+// the Unicode standard): how many continuation bytes, and the range allowed for the
+// first of them (narrower after E0, ED, F0, F4 to exclude overlongs and surrogates).
+// `need` is 0 for a byte that cannot start a sequence.
+struct Utf8Lead {
+  int need;
+  uint8_t lo;
+  uint8_t hi;
+};
+
+Utf8Lead ClassifyLead(uint8_t b0) {
+  if (b0 >= 0xC2 && b0 <= 0xDF) return {1, 0x80, 0xBF};
+  if (b0 >= 0xE0 && b0 <= 0xEF) {
+    return {2, static_cast<uint8_t>(b0 == 0xE0 ? 0xA0 : 0x80),
+            static_cast<uint8_t>(b0 == 0xED ? 0x9F : 0xBF)};
+  }
+  if (b0 >= 0xF0 && b0 <= 0xF4) {
+    return {3, static_cast<uint8_t>(b0 == 0xF0 ? 0x90 : 0x80),
+            static_cast<uint8_t>(b0 == 0xF4 ? 0x8F : 0xBF)};
+  }
+  return {0, 0, 0};
+}
+
+}  // namespace
+
 bool IsValidUtf8(std::string_view s) {
   size_t i = 0;
   const size_t n = s.size();
@@ -134,19 +161,8 @@ bool IsValidUtf8(std::string_view s) {
       ++i;
       continue;
     }
-    int need;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (b0 >= 0xC2 && b0 <= 0xDF) {
-      need = 1;
-    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-      need = 2;
-      if (b0 == 0xE0) lo = 0xA0;
-      if (b0 == 0xED) hi = 0x9F;
-    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-      need = 3;
-      if (b0 == 0xF0) lo = 0x90;
-      if (b0 == 0xF4) hi = 0x8F;
-    } else {
+    const auto [need, lo, hi] = ClassifyLead(b0);
+    if (need == 0) {
       return false;
     }
     if (i + static_cast<size_t>(need) >= n) return false;
@@ -317,19 +333,8 @@ std::string Utf8Lossy(std::string_view bytes) {
       ++i;
       continue;
     }
-    int need;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (b0 >= 0xC2 && b0 <= 0xDF) {
-      need = 1;
-    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-      need = 2;
-      if (b0 == 0xE0) lo = 0xA0;
-      if (b0 == 0xED) hi = 0x9F;
-    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-      need = 3;
-      if (b0 == 0xF0) lo = 0x90;
-      if (b0 == 0xF4) hi = 0x8F;
-    } else {
+    const auto [need, lo, hi] = ClassifyLead(b0);
+    if (need == 0) {
       out.append(kReplacement);
       ++i;
       continue;
