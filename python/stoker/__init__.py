@@ -4,7 +4,9 @@ fine-tuning run fed.
 The work happens in C++ (``stoker._stoker``); this package is its Python face:
 
 * :class:`stoker.Loader` — batches from JSONL manifests (:class:`stoker.Source` for
-  weighted mixes), with prefetch, sharding, exact resume and stats;
+  weighted mixes), with prefetch, sharding, exact resume and stats; with
+  :class:`stoker.ModelInputs`, padded Qwen-VL model inputs (tokens, labels, mRoPE ids,
+  pixel_values);
 * :mod:`stoker.codec` — one image at a time (``decode``, ``probe``);
 * :mod:`stoker.vision` — Qwen-VL image preprocessing (``preprocess``,
   ``visual_token_count``), bit-exact with Hugging Face;
@@ -20,10 +22,11 @@ from stoker import text
 from stoker import vision
 from stoker.errors import StokerError
 from stoker.loader import Loader
+from stoker.model_inputs import ModelInputs
 from stoker.sources import Source
 from stoker.text import encode_sample
 
 __version__ = "0.1.0"
 
-__all__ = ["Loader", "Source", "StokerError", "codec", "encode_sample", "errors", "text",
+__all__ = ["Loader", "ModelInputs", "Source", "StokerError", "codec", "encode_sample", "errors", "text",
            "vision", "__version__"]

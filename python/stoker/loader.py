@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from stoker import _stoker
 from stoker.codec import DEFAULT_MAX_IMAGE_PIXELS
+from stoker.model_inputs import ModelInputs
 from stoker.sources import Source, as_sources, integer_weights
 
 logger = logging.getLogger("stoker")
@@ -144,6 +145,8 @@ class Loader:
         buffer_pool_bytes: idle pixel memory kept for reuse between batches.
         index_cache_dir: where manifest indexes persist between runs (default:
             :func:`default_index_cache_dir`); ``""`` keeps them in memory only.
+        model_inputs: a :class:`stoker.ModelInputs`: batches carry the model's inputs
+            (tokens, labels, mRoPE ids, pixel_values) instead of decoded images.
     """
 
     def __init__(
@@ -167,7 +170,11 @@ class Loader:
         output: Literal["auto", "torch", "numpy"] = "auto",
         buffer_pool_bytes: int = 512 << 20,
         index_cache_dir: str | os.PathLike[str] | None = None,
+        model_inputs: ModelInputs | None = None,
     ) -> None:
+        if model_inputs is not None and not isinstance(model_inputs, ModelInputs):
+            raise TypeError(f"model_inputs must be a stoker.ModelInputs, "
+                            f"got {type(model_inputs).__name__}")
         self._engine = None
         self._sources = as_sources(sources)
         self._output = _resolve_output(output)
@@ -199,12 +206,14 @@ class Loader:
         if index_cache_dir is None:
             index_cache_dir = default_index_cache_dir()
         self._epochs: weakref.WeakSet[_stoker.Epoch] = weakref.WeakSet()
+        self._model_inputs = model_inputs
         self._engine = _stoker.Loader(
             engine_sources, self._batch_size, int(seed) & ((1 << 64) - 1), bool(shuffle),
             epoch_policy, int(samples_per_epoch or 0), self._world_size, self._rank,
             bool(drop_last), self._num_threads, self._prefetch, on_error,
             int(max_consecutive_errors), int(max_image_pixels), int(buffer_pool_bytes),
-            os.fspath(index_cache_dir))
+            os.fspath(index_cache_dir),
+            None if model_inputs is None else model_inputs._native)
         self._order["sources"] = [
             {"name": s.name, "weight": s.weight, "repeat": s.repeat,
              "files": [[os.path.basename(path), size, n] for path, size, n, _ in info["files"]]}
@@ -352,13 +361,18 @@ class Loader:
     def stats(self) -> dict[str, Any]:
         """Counters since the loader was created.
 
-        ``stages``: per stage (``parse``, ``read``, ``decode``) the busy time summed
-        over threads (``busy_s``), ``items`` and ``bytes``. ``consumer``: batches
+        ``stages``: per stage the busy time summed over threads (``busy_s``),
+        ``items`` and ``bytes``: ``parse`` (manifest lines), ``read`` (image files),
+        ``decode`` (images, for batches of decoded images); with model inputs
+        ``probe`` (image headers), ``text`` (template, tokens, labels, position ids;
+        bytes: tokens), ``vision`` (decode + resize + normalise into pixel_values) and
+        ``collate`` (padded batch tensors). ``consumer``: batches
         delivered, the time the training loop spent waiting inside ``next()``
         (``wait_s``; the latest and longest single waits are ``last_wait_s`` and
         ``max_wait_s``), the time from its first ``next()`` to its latest return
         (``wall_s``) and their ratio, the **wait ratio**. ``samples``: delivered and
-        skipped counts; ``recent_skips``: the latest skipped samples and why.
+        skipped counts, and with ``max_length`` the samples ``truncated`` and
+        ``dropped_overlong`` (replaced under ``overlong="drop"``); ``recent_skips``: the latest skipped samples and why.
         ``buffer_pool``: pixel memory reuse.
         """
         return self._require_engine().stats()
@@ -391,7 +405,9 @@ class Loader:
             f"rank={self._rank}/{self._world_size}, seed={self._order['seed']}, "
             f"shuffle={self._order['shuffle']}, num_threads={self._num_threads}, "
             f"prefetch={self._prefetch}, on_error={self._on_error!r}, "
-            f"output={self._output!r})"
+            f"output={self._output!r}"
+            + ("" if self._model_inputs is None else f", model_inputs={self._model_inputs!r}")
+            + ")"
         )
 
     def _require_engine(self) -> Any:

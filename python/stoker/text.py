@@ -192,6 +192,10 @@ def encode_sample(sample: Mapping[str, Any] | str, *, model: str = "qwen2-vl",
                   tokenizer: Tokenizer,
                   image_grids: Sequence[Sequence[int]] | None = None,
                   image_sizes: Sequence[Sequence[int]] | None = None,
+                  image_root: str | os.PathLike[str] | None = None,
+                  backend: str = "torchvision", min_pixels: int | None = None,
+                  max_pixels: int | None = None,
+                  checkpoint: str | os.PathLike[str] | None = None,
                   max_length: int | None = None, label_mode: str = "assistant",
                   add_vision_id: bool = False, add_generation_prompt: bool = False,
                   qwen3_empty_think: bool = False,
@@ -205,24 +209,32 @@ def encode_sample(sample: Mapping[str, Any] | str, *, model: str = "qwen2-vl",
     image's ``<|image_pad|>`` is repeated ``t*h*w/4`` times for its grid, the text is
     tokenized, and labels and mRoPE position ids are computed.
 
-    ``image_grids``: one ``(t, h, w)`` patch grid per image, in order of appearance
-    (``image_grid_thw`` of the image processor). For now the caller supplies them; once
-    Stoker's vision stage lands, ``encode_sample`` will compute them together with
-    ``pixel_values`` from the images themselves. Alternatively ``image_sizes`` gives
-    each image's ``(height, width)`` in pixels and the grids follow from the model's
-    resize rule (:func:`image_grid`, published min/max pixels).
+    By default the images are read (relative paths against ``image_root``, default the
+    working directory) and preprocessed like the model's Hugging Face image processor
+    (``backend``, ``min_pixels``, ``max_pixels``, ``checkpoint`` as in
+    :func:`stoker.vision.preprocess`): the result then also holds ``pixel_values``
+    ``float32 [patches, 3*T*P*P]`` and ``image_grid_thw`` ``int64 [images, 3]``, computed
+    by the same native code as :class:`stoker.Loader` batches (see
+    :class:`stoker.ModelInputs`).
+
+    To prepare the text alone, give ``image_grids``: one ``(t, h, w)`` patch grid per
+    image, in order of appearance (``image_grid_thw`` of the image processor), or
+    ``image_sizes``: each image's ``(height, width)`` in pixels, the grids following from
+    the model's resize rule (:func:`image_grid`, published min/max pixels).
 
     ``label_mode``: ``"assistant"`` (train each assistant turn's content, its
     ``<|im_end|>`` and the following newline; mask everything else),
     ``"last_assistant"`` (only the last assistant turn: mask history) or ``"all"``
     (train on every token, the prompt included). ``qwen3_empty_think`` injects a trained
     ``<think>\\n\\n</think>\\n\\n`` into Qwen3-VL assistant turns without one (as
-    LLaMA-Factory's ``qwen3_vl`` template does). ``max_length`` truncates; cutting
-    through an image's tokens is an error.
+    LLaMA-Factory's ``qwen3_vl`` template does). ``max_length`` truncates, never
+    through an image's placeholder run: the sample then ends before that image (which
+    is left out of ``pixel_values`` too).
 
     Returns a dict of NumPy int64 arrays ``input_ids`` [L], ``labels`` [L],
     ``attention_mask`` [L], ``position_ids`` [3, L], plus ``rope_delta``, the rendered
-    ``text`` and the ``images`` references in order.
+    ``text``, the ``images`` references in order (those kept after truncation) and
+    ``truncated``.
     """
     if isinstance(sample, str):
         line = sample
@@ -230,6 +242,24 @@ def encode_sample(sample: Mapping[str, Any] | str, *, model: str = "qwen2-vl",
         line = json.dumps(sample, ensure_ascii=False)
     if image_grids is not None and image_sizes is not None:
         raise ValueError("give image_grids or image_sizes, not both")
+    if image_grids is None and image_sizes is None:
+        if add_generation_prompt:
+            raise ValueError("add_generation_prompt needs image_grids or image_sizes "
+                             "(training samples end with the assistant's answer)")
+        from stoker.model_inputs import ModelInputs
+        inputs = ModelInputs(model, tokenizer=tokenizer, checkpoint=checkpoint,
+                             backend=backend, min_pixels=min_pixels, max_pixels=max_pixels,
+                             max_length=max_length, label_mode=label_mode,
+                             add_vision_id=add_vision_id, qwen3_empty_think=qwen3_empty_think,
+                             train_trailing_newline=train_trailing_newline,
+                             pad_token_id=tokenizer.pad_token_id or 0)
+        try:
+            return inputs.encode(line, image_root=image_root)
+        except TypeError:
+            reason = _why_not_text(line)
+            if reason:
+                raise ManifestError(f"sample: {reason}") from None
+            raise
     if image_sizes is not None:
         image_grids = [image_grid(int(h), int(w), model) for h, w in image_sizes]
     grids = [] if image_grids is None else [[int(v) for v in g] for g in image_grids]

@@ -1035,7 +1035,8 @@ def test_skip_replaces_bad_samples(dataset: Dataset, tmp_path: Path) -> None:
         list(lines.good)
     logged = run.records
     stats = loader.stats()
-    assert stats["samples"] == {"delivered": n, "skipped": len(logged)}
+    assert stats["samples"] == {"delivered": n, "skipped": len(logged),
+                                "truncated": 0, "dropped_overlong": 0}
     assert len(logged) >= len(BAD_CASES)
     assert _recent_skips(loader) == logged[-32:]
     assert stats["consumer"]["batches"] == len(loader)
@@ -1101,7 +1102,8 @@ def test_skip_fills_batches_whose_every_sample_fails(dataset: Dataset, tmp_path:
     assert [r[0] for r in run.logs[1]][:1] == [f"{lines.manifest}:3"]
     stats = loader.stats()
     assert stats["consumer"]["batches"] == 3
-    assert stats["samples"] == {"delivered": 6, "skipped": len(run.records)}
+    assert stats["samples"] == {"delivered": 6, "skipped": len(run.records),
+                                "truncated": 0, "dropped_overlong": 0}
 
 
 def test_skip_logs_failures_of_the_last_batches(dataset: Dataset, tmp_path: Path) -> None:
@@ -1307,7 +1309,8 @@ def test_skip_with_default_limit_survives_scattered_errors(dataset: Dataset,
     _check_skip_epoch(loader, run, lines, dataset, epoch=0, limit=16)
     assert len(run.keys) == len(spec)
     stats = loader.stats()
-    assert stats["samples"] == {"delivered": len(spec), "skipped": len(run.records)}
+    assert stats["samples"] == {"delivered": len(spec), "skipped": len(run.records),
+                                "truncated": 0, "dropped_overlong": 0}
     assert stats["samples"]["skipped"] >= len(dataset.samples) > 16
     assert _recent_skips(loader) == run.records[-32:]
     assert len(stats["recent_skips"]) == 32
@@ -1411,7 +1414,8 @@ def test_stats_after_one_epoch(dataset: Dataset) -> None:
     assert consumer["batches"] == len(batches) == len(loader)
     assert 0 <= consumer["wait_s"] <= consumer["wall_s"]
     assert 0 <= consumer["wait_ratio"] <= 1
-    assert stats["samples"] == {"delivered": len(dataset.samples), "skipped": 0}
+    assert stats["samples"] == {"delivered": len(dataset.samples), "skipped": 0,
+                                "truncated": 0, "dropped_overlong": 0}
     assert stats["recent_skips"] == []
     assert stats["buffer_pool"]["acquired"] == len(refs)
 

@@ -135,8 +135,16 @@ def test_max_length(qwen):
     cut = encode_sample(sample, tokenizer=qwen, image_grids=[[1, 4, 4]], max_length=40)
     assert cut["input_ids"].tolist() == full["input_ids"][:40].tolist()
     assert cut["position_ids"].tolist() == full["position_ids"][:, :40].tolist()
-    with pytest.raises(stoker.errors.LimitExceededError):
-        encode_sample(sample, tokenizer=qwen, image_grids=[[1, 4, 4]], max_length=16)
+    assert cut["truncated"] and cut["images"] == ["a.jpg"]
+    # A cut inside the image's <|vision_start|> pads <|vision_end|> run moves before it:
+    # the image is left out whole.
+    start = full["input_ids"].tolist().index(151652)
+    for max_length in (start + 1, start + 3, start + 5):  # the run is 6 tokens
+        short = encode_sample(sample, tokenizer=qwen, image_grids=[[1, 4, 4]],
+                              max_length=max_length)
+        assert short["input_ids"].tolist() == full["input_ids"][:start].tolist()
+        assert short["truncated"] and short["images"] == []
+        assert short["position_ids"].tolist() == full["position_ids"][:, :start].tolist()
 
 
 def test_pack_position_ids_restart_per_sample(qwen):

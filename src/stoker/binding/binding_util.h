@@ -16,9 +16,26 @@
 #include "stoker/core/status.h"
 #include "stoker/core/tensor.h"
 
+namespace stoker::text {
+class Tokenizer;
+}
+namespace stoker::vision {
+struct ProcessorConfig;
+}
+namespace stoker::pipeline {
+class SampleProcessor;
+}
+
 namespace stoker::binding {
 
 namespace nb = nanobind;
+
+// Native objects one binding file hands to another. Each throws InvalidArgument when
+// the handle is not of the expected class.
+std::shared_ptr<const text::Tokenizer> TokenizerFromPython(nb::handle tokenizer);  // text
+vision::ProcessorConfig VisionConfigFromPython(nb::handle processor);             // vision
+std::shared_ptr<const pipeline::SampleProcessor> ModelInputsFromPython(
+    nb::handle model_inputs);  // model_inputs_binding.cc
 
 // Carries a Status (and the sample it belongs to) from C++ to the translator.
 struct StatusError : std::exception {

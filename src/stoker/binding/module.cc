@@ -34,6 +34,7 @@ namespace stoker::binding {
 
 void RegisterVision(nb::module_& m);  // vision_binding.cc
 void RegisterText(nb::module_& m);  // text_binding.cc
+void RegisterModelInputs(nb::module_& m);  // model_inputs_binding.cc
 
 namespace {
 
@@ -124,6 +125,7 @@ class Epoch {
 
  private:
   nb::object ToPython(pipeline::Batch&& batch) {
+    if (batch.has_model) return ModelBatchToPython(std::move(batch));
     nb::list keys, samples, images;
     for (pipeline::SampleOutput& sample : batch.samples) {
       keys.append(sample.sample_key);
@@ -139,6 +141,26 @@ class Epoch {
     out["sample_keys"] = keys;
     out["samples"] = samples;
     out["images"] = images;
+    return nb::make_tuple(out, SkippedToPython(batch.skipped));
+  }
+
+  nb::object ModelBatchToPython(pipeline::Batch&& batch) {
+    nb::list keys, samples;
+    for (pipeline::SampleOutput& sample : batch.samples) {
+      keys.append(sample.sample_key);
+      samples.append(sample.json);
+    }
+    pipeline::ModelBatch& model = batch.model;
+    nb::dict out;
+    out["batch_index"] = batch.index;
+    out["sample_keys"] = keys;
+    out["samples"] = samples;
+    out["input_ids"] = ExportTensor(std::move(model.input_ids), framework_);
+    out["labels"] = ExportTensor(std::move(model.labels), framework_);
+    out["attention_mask"] = ExportTensor(std::move(model.attention_mask), framework_);
+    out["position_ids"] = ExportTensor(std::move(model.position_ids), framework_);
+    out["pixel_values"] = ExportTensor(std::move(model.pixel_values), framework_);
+    out["image_grid_thw"] = ExportTensor(std::move(model.image_grid_thw), framework_);
     return nb::make_tuple(out, SkippedToPython(batch.skipped));
   }
 
@@ -179,6 +201,8 @@ nb::dict StatsToPython(const pipeline::Loader& loader) {
   nb::dict samples;
   samples["delivered"] = s.samples_delivered;
   samples["skipped"] = s.samples_skipped;
+  samples["truncated"] = s.samples_truncated;
+  samples["dropped_overlong"] = s.samples_dropped_overlong;
   nb::list skips;
   for (const pipeline::SkipRecord& record : s.recent_skips) {
     nb::dict d;
@@ -219,7 +243,7 @@ std::unique_ptr<pipeline::Loader> MakeLoader(
     const std::string& epoch_policy, int64_t samples_per_epoch, int world_size, int rank,
     bool drop_last, int num_threads, int prefetch, const std::string& on_error,
     int64_t max_consecutive_errors, int64_t max_image_pixels, int64_t buffer_pool_bytes,
-    const std::string& index_cache_dir) {
+    const std::string& index_cache_dir, nb::object model_inputs) {
   pipeline::LoaderOptions options;
   for (const auto& [name, paths, image_root, weight, repeat] : sources) {
     options.sources.push_back({name, paths, image_root, weight, repeat});
@@ -246,6 +270,7 @@ std::unique_ptr<pipeline::Loader> MakeLoader(
   if (buffer_pool_bytes < 0) Throw(status::InvalidArgument("buffer_pool_bytes must be >= 0"));
   options.buffer_pool_bytes = static_cast<size_t>(buffer_pool_bytes);
   options.open.index_cache_dir = index_cache_dir;
+  if (!model_inputs.is_none()) options.pipeline.model = ModelInputsFromPython(model_inputs);
   Result<std::unique_ptr<pipeline::Loader>> loader = status::Internal("unreachable");
   {
     nb::gil_scoped_release release;  // indexing a large manifest takes a while
@@ -317,6 +342,7 @@ NB_MODULE(_stoker, m) {
   // Component registrations (one Register*(m) call per binding file) go here.
   RegisterVision(m);
   RegisterText(m);
+  RegisterModelInputs(m);
 
   m.attr("DEFAULT_MAX_IMAGE_PIXELS") = codec::kDefaultMaxImagePixels;
   m.def("decode", &Decode, "data"_a, "max_pixels"_a = codec::kDefaultMaxImagePixels);
@@ -332,7 +358,7 @@ NB_MODULE(_stoker, m) {
            "epoch_policy"_a, "samples_per_epoch"_a, "world_size"_a, "rank"_a,
            "drop_last"_a, "num_threads"_a, "prefetch"_a, "on_error"_a,
            "max_consecutive_errors"_a, "max_image_pixels"_a, "buffer_pool_bytes"_a,
-           "index_cache_dir"_a)
+           "index_cache_dir"_a, "model_inputs"_a = nb::none())
       .def(
           "start_epoch",
           [](pipeline::Loader& self, int64_t epoch, int64_t start_batch,

@@ -172,9 +172,10 @@ nb::dict EncodeSample(const std::string& sample_json, PyTokenizer& tokenizer,
   out["attention_mask"] = Int64Array(std::move(sample.attention_mask));
   out["position_ids"] = Int64Array(std::move(sample.position_ids), 3);
   out["rope_delta"] = sample.rope_delta;
-  nb::list image_list;
-  for (const std::string& ref : images) image_list.append(ref);
+  nb::list image_list;  // those whose tokens survived truncation
+  for (int64_t i = 0; i < sample.num_images; ++i) image_list.append(images[i]);
   out["images"] = image_list;
+  out["truncated"] = sample.truncated;
   return out;
 }
 
@@ -188,6 +189,14 @@ nb::object PackPositionIds(const std::vector<std::vector<int64_t>>& samples) {
 }
 
 }  // namespace
+
+std::shared_ptr<const text::Tokenizer> TokenizerFromPython(nb::handle tokenizer) {
+  PyTokenizer* native = nullptr;
+  if (!nb::try_cast(tokenizer, native) || native == nullptr) {
+    Throw(status::InvalidArgument("expected a stoker._stoker.Tokenizer"));
+  }
+  return native->tokenizer();
+}
 
 void RegisterText(nb::module_& m) {
   nb::class_<PyTokenizer>(m, "Tokenizer")

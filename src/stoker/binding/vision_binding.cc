@@ -78,6 +78,7 @@ class VisionProcessor {
                         pillow_pass_order, max_image_pixels)) {}
 
   int64_t row_length() const { return processor_.row_length(); }
+  const vision::ProcessorConfig& config() const { return processor_.config(); }
 
   nb::tuple PlanSize(int64_t height, int64_t width) const {
     return PlanToTuple(Unwrap(processor_.Plan(height, width)));
@@ -229,6 +230,14 @@ nb::tuple SmartResizeBinding(int64_t height, int64_t width, int64_t factor,
 }
 
 }  // namespace
+
+vision::ProcessorConfig VisionConfigFromPython(nb::handle processor) {
+  VisionProcessor* native = nullptr;
+  if (!nb::try_cast(processor, native) || native == nullptr) {
+    Throw(status::InvalidArgument("expected a stoker._stoker.VisionProcessor"));
+  }
+  return native->config();
+}
 
 void RegisterVision(nb::module_& m) {
   nb::class_<VisionProcessor>(m, "VisionProcessor")

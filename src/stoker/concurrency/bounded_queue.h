@@ -39,6 +39,17 @@ class BoundedQueue {
     return true;
   }
 
+  // Never blocks: puts `item` at the head, past the capacity. For work that must not
+  // wait behind the queue (a continuation of work already admitted); the caller bounds
+  // how many such items can exist. Returns false if closed.
+  bool PushFront(T item) {
+    std::lock_guard lock(mutex_);
+    if (closed_) return false;
+    items_.push_front(std::move(item));
+    not_empty_.notify_one();
+    return true;
+  }
+
   // Blocks until an item is available; nullopt once closed and drained.
   std::optional<T> Pop() {
     std::unique_lock lock(mutex_);

@@ -19,6 +19,18 @@ TEST(BoundedQueueTest, FifoAndTryPushRespectsCapacity) {
   EXPECT_EQ(*q.Pop(), 2);
 }
 
+TEST(BoundedQueueTest, PushFrontJumpsTheQueueAndIgnoresCapacity) {
+  BoundedQueue<int> q(2);
+  EXPECT_TRUE(q.TryPush(1));
+  EXPECT_TRUE(q.TryPush(2));
+  EXPECT_TRUE(q.PushFront(0));  // full, yet accepted: it never blocks
+  EXPECT_EQ(q.size(), 3u);
+  EXPECT_EQ(*q.Pop(), 0);
+  EXPECT_EQ(*q.Pop(), 1);
+  q.Close();
+  EXPECT_FALSE(q.PushFront(5));
+}
+
 TEST(BoundedQueueTest, PushBlocksWhileFull) {
   BoundedQueue<int> q(1);
   ASSERT_TRUE(q.Push(1));

@@ -33,6 +33,13 @@ Status ThreadPool::Submit(Task task) {
   return Status::OK();
 }
 
+Status ThreadPool::SubmitFirst(Task task) {
+  if (!queue_.PushFront(std::move(task))) {
+    return status::Cancelled("thread pool is shut down");
+  }
+  return Status::OK();
+}
+
 void ThreadPool::Shutdown() {
   queue_.Cancel();
   for (auto& thread : threads_) {

@@ -33,6 +33,11 @@ class ThreadPool {
   // Blocks while the queue is full. Returns Cancelled after Shutdown().
   Status Submit(Task task);
 
+  // Never blocks: the task runs before every queued one. For the second phase of work
+  // whose first phase already passed Submit's back-pressure, submitted from a worker
+  // (where blocking on a full queue could deadlock the pool). Cancelled after Shutdown().
+  Status SubmitFirst(Task task);
+
   // Idempotent; returns once every worker has exited.
   void Shutdown();
 

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 namespace stoker {
 namespace {
@@ -35,6 +36,36 @@ TEST(ThreadPoolTest, RunsEveryTaskOnAValidWorker) {
     EXPECT_GE(w, 0);
     EXPECT_LT(w, 3);
   }
+}
+
+TEST(ThreadPoolTest, SubmitFirstFromAWorkerNeverDeadlocksOnAFullQueue) {
+  // One worker, a queue of one: a task that submits follow-up work with Submit would
+  // block forever on the full queue; SubmitFirst does not, and its task runs next.
+  auto pool = *ThreadPool::Make(1, 1);
+  std::atomic<bool> release{false};
+  std::mutex mutex;
+  std::vector<int> order;
+  auto record = [&](int v) {
+    std::lock_guard lock(mutex);
+    order.push_back(v);
+  };
+  ASSERT_TRUE(pool->Submit([&](int) {
+                    while (!release.load()) std::this_thread::yield();
+                    record(1);
+                    ASSERT_TRUE(pool->SubmitFirst([&](int) { record(2); }).ok());
+                  })
+                  .ok());
+  ASSERT_TRUE(pool->Submit([&](int) { record(3); }).ok());  // fills the queue
+  release = true;
+  for (int i = 0; i < 1000; ++i) {
+    {
+      std::lock_guard lock(mutex);
+      if (order.size() == 3) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
 }
 
 TEST(ThreadPoolTest, ShutdownDropsQueuedTasksAndJoins) {

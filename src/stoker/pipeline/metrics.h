@@ -54,6 +54,8 @@ struct MetricsSnapshot {
   int64_t batches_delivered;
   int64_t samples_delivered;
   int64_t samples_skipped;
+  int64_t samples_truncated;
+  int64_t samples_dropped_overlong;
   double consumer_wait_s;
   double consumer_wall_s;
   double consumer_last_wait_s;
@@ -65,13 +67,21 @@ class Metrics {
  public:
   static constexpr size_t kMaxRecentSkips = 32;
 
-  StageCounters parse;   // manifest line -> validated sample (JSON parse)
-  StageCounters read;    // image file -> bytes in memory
-  StageCounters decode;  // encoded image -> RGB pixels
+  StageCounters parse;    // manifest line -> validated sample (JSON parse)
+  StageCounters read;     // image file -> bytes in memory
+  StageCounters decode;   // encoded image -> RGB pixels (raw-image batches)
+  // With model inputs:
+  StageCounters probe;    // image header -> size, grid, limits checked (no decode)
+  StageCounters text;     // chat template + tokenize + labels + mRoPE ids (bytes: tokens)
+  StageCounters vision;   // decode + resize + normalise + patchify into pixel_values
+  StageCounters collate;  // padded batch tensors (bytes: tensor bytes written)
 
   std::atomic<int64_t> batches_delivered{0};
   std::atomic<int64_t> samples_delivered{0};
   std::atomic<int64_t> samples_skipped{0};
+  // Samples over max_length: cut (kTruncate) or replaced by a substitute (kDrop).
+  std::atomic<int64_t> samples_truncated{0};
+  std::atomic<int64_t> samples_dropped_overlong{0};
   std::atomic<int64_t> consumer_wait_ns{0};
   std::atomic<int64_t> consumer_wall_ns{0};
   // Per next() call that returned a batch (or the end): the latest and the longest wait.
@@ -99,10 +109,14 @@ class Metrics {
                            c.bytes.load(std::memory_order_relaxed)};
     };
     MetricsSnapshot s;
-    s.stages = {stage("parse", parse), stage("read", read), stage("decode", decode)};
+    s.stages = {stage("parse", parse),   stage("read", read),     stage("decode", decode),
+                stage("probe", probe),   stage("text", text),     stage("vision", vision),
+                stage("collate", collate)};
     s.batches_delivered = batches_delivered.load(std::memory_order_relaxed);
     s.samples_delivered = samples_delivered.load(std::memory_order_relaxed);
     s.samples_skipped = samples_skipped.load(std::memory_order_relaxed);
+    s.samples_truncated = samples_truncated.load(std::memory_order_relaxed);
+    s.samples_dropped_overlong = samples_dropped_overlong.load(std::memory_order_relaxed);
     s.consumer_wait_s = consumer_wait_ns.load(std::memory_order_relaxed) * 1e-9;
     s.consumer_wall_s = consumer_wall_ns.load(std::memory_order_relaxed) * 1e-9;
     s.consumer_last_wait_s = consumer_last_wait_ns.load(std::memory_order_relaxed) * 1e-9;

@@ -7,7 +7,14 @@ namespace stoker::pipeline {
 struct Pipeline::BatchSlot {
   int64_t index;
   std::vector<SampleOutput> samples;
+  // Tasks of the current phase still running; the one that brings it to 0 moves the
+  // batch on.
   std::atomic<int64_t> remaining;
+  // Model inputs: the batch's pixel_values and each sample's first row in it.
+  std::shared_ptr<PooledTensor> pixels;
+  std::vector<int64_t> first_row;
+  int64_t rows = 0;
+  ModelBatch model;
 };
 
 Status ValidateOptions(const PipelineOptions& options) {
@@ -95,35 +102,220 @@ void Pipeline::ScheduleLoop() {
 
 void Pipeline::ProcessSample(const std::shared_ptr<BatchSlot>& slot, size_t position,
                              WorkerScratch& scratch) {
-  SampleOutput& out = slot->samples[position];
-  // Under kSkip a failed sample is replaced by the plan's substitute for this slot,
-  // attempt after attempt, up to the consecutive-failure limit. The substitutes are a
-  // pure function of (epoch, batch, slot, attempt), so a resumed run and every rank
-  // make the same replacements.
-  const int max_attempts = options_.on_error == ErrorPolicy::kSkip
-                               ? static_cast<int>(options_.max_consecutive_errors) + 1
-                               : 1;
-  plan::SampleRef ref = out.ref;
-  for (int attempt = 0;; ++attempt) {
+  RunAttempts(*slot, position, scratch, /*first_attempt=*/0, /*pixels=*/nullptr);
+  if (slot->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    // The last sample of the batch. acq_rel on `remaining` orders every worker's writes
+    // to the slot before what follows, and the queue's lock orders the Put before the
+    // consumer's reads.
+    if (options_.model) {
+      StartPixels(slot, scratch);
+    } else {
+      Deliver(slot);
+    }
+  }
+}
+
+void Pipeline::RunAttempts(BatchSlot& slot, size_t position, WorkerScratch& scratch,
+                           int first_attempt, std::vector<float>* pixels) {
+  SampleOutput& out = slot.samples[position];
+  // A failed sample (under kSkip) or an over-long one (under OverlongPolicy::kDrop) is
+  // replaced by the plan's substitute for this slot, attempt after attempt, up to the
+  // consecutive-failure limit. Substitutes are a pure function of (epoch, batch, slot,
+  // attempt), so a resumed run and every rank make the same replacements.
+  const int max_attempts = static_cast<int>(options_.max_consecutive_errors) + 1;
+  plan::SampleRef ref = first_attempt == 0
+                            ? out.ref
+                            : plan_.Replacement(slot.index, static_cast<int64_t>(position),
+                                                first_attempt - 1);
+  for (int attempt = first_attempt;; ++attempt) {
     out.ref = ref;
+    out.attempts = attempt + 1;
     out.sample_key = sources_[ref.source]->SampleKey(ref.index);
     if (stop_.stop_requested()) {
       out.status = status::Cancelled("pipeline closed");
       break;
     }
-    out.status = LoadSample(ref, out, scratch).WithContext(out.sample_key);
-    if (out.status.ok()) break;
+    if (options_.model) {
+      out.status = PrepareSample(ref, out, scratch);
+      if (out.status.ok() && pixels != nullptr && !out.prepared.dropped) {
+        // Repair of a phase-2 failure: the substitute must decode too.
+        const size_t n =
+            static_cast<size_t>(out.prepared.num_patches() * options_.model->row_length());
+        pixels->resize(n);
+        out.status = options_.model
+                         ->WritePixels(out.prepared, *pixels, &scratch.sample, metrics_.get())
+                         .WithContext(out.sample_key);
+      }
+    } else {
+      out.status = LoadSample(ref, out, scratch).WithContext(out.sample_key);
+    }
+    const bool dropped = out.status.ok() && options_.model && out.prepared.dropped;
+    if (out.status.ok() && !dropped) {
+      out.truncated = options_.model && out.prepared.text.truncated;
+      break;
+    }
     out.images.clear();  // return the pixels to the pool early
-    if (attempt + 1 >= max_attempts) break;
-    out.failures.push_back(SkipRecord{out.sample_key, out.status});
-    ref = plan_.Replacement(slot->index, static_cast<int64_t>(position), attempt);
+    if (dropped) {
+      ++out.dropped_overlong;
+      if (attempt + 1 >= max_attempts) {
+        out.status = status::LimitExceeded(
+            std::to_string(out.dropped_overlong),
+            " samples in a row are longer than max_length=",
+            std::to_string(options_.model->options().text.max_length),
+            " tokens (overlong='drop'); raise max_length or use overlong='truncate'");
+        break;
+      }
+    } else {
+      if (options_.on_error != ErrorPolicy::kSkip || attempt + 1 >= max_attempts) break;
+      out.failures.push_back(SkipRecord{out.sample_key, out.status});
+    }
+    ref = plan_.Replacement(slot.index, static_cast<int64_t>(position), attempt);
   }
+  if (!out.status.ok()) out.prepared.Clear();
+}
+
+void Pipeline::Deliver(const std::shared_ptr<BatchSlot>& slot) {
+  queue_.Put(slot->index - start_batch_, slot);
+}
+
+void Pipeline::StartPixels(const std::shared_ptr<BatchSlot>& slot, WorkerScratch& scratch) {
+  for (const SampleOutput& sample : slot->samples) {
+    // Under kRaise the consumer raises this sample's error; under kSkip it is a sample
+    // that ran out of substitutes. Either way the batch fails: no pixels needed.
+    if (!sample.status.ok()) return Deliver(slot);
+  }
+  const int64_t row = options_.model->row_length();
+  slot->first_row.resize(slot->samples.size());
+  int64_t rows = 0;
+  int64_t with_images = 0;
+  for (size_t i = 0; i < slot->samples.size(); ++i) {
+    slot->first_row[i] = rows;
+    const int64_t n = slot->samples[i].prepared.num_patches();
+    rows += n;
+    with_images += n > 0 ? 1 : 0;
+  }
+  slot->rows = rows;
+  slot->pixels = std::make_shared<PooledTensor>();
+  Result<Buffer> buffer = pool_->Acquire(static_cast<size_t>(rows * row) * sizeof(float));
+  if (!buffer.ok()) {
+    slot->samples.front().status = buffer.status().WithContext("pixel_values of the batch");
+    return Deliver(slot);
+  }
+  slot->pixels->buffer = std::move(*buffer);
+  if (with_images == 0) {
+    FinishModelBatch(slot, scratch);
+    return;
+  }
+  slot->remaining.store(with_images, std::memory_order_relaxed);
+  // Head of the queue, last sample first, so the batch's samples run in order and
+  // before any later batch's phase 1: the oldest batch finishes first.
+  for (size_t i = slot->samples.size(); i-- > 0;) {
+    if (slot->samples[i].prepared.num_patches() == 0) continue;
+    Status st = workers_->SubmitFirst([this, slot, i](int worker) {
+      WriteSamplePixels(slot, i, scratch_[static_cast<size_t>(worker)]);
+    });
+    if (!st.ok()) return;  // shut down: the batch is abandoned with the epoch
+  }
+}
+
+void Pipeline::WriteSamplePixels(const std::shared_ptr<BatchSlot>& slot, size_t position,
+                                 WorkerScratch& scratch) {
+  SampleOutput& out = slot->samples[position];
+  if (stop_.stop_requested()) {
+    out.status = status::Cancelled("pipeline closed");
+  } else {
+    const int64_t row = options_.model->row_length();
+    float* base = reinterpret_cast<float*>(slot->pixels->buffer.data());
+    std::span<float> rows(base + slot->first_row[position] * row,
+                          static_cast<size_t>(out.prepared.num_patches() * row));
+    out.status = options_.model->WritePixels(out.prepared, rows, &scratch.sample, metrics_.get())
+                     .WithContext(out.sample_key);
+  }
+  // The encoded bytes are no longer needed.
+  std::vector<std::vector<uint8_t>>().swap(out.prepared.image_bytes);
   if (slot->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    // The last sample of the batch: hand it over. acq_rel on `remaining` orders every
-    // worker's writes to the slot before this Put, and the queue's lock orders the Put
-    // before the consumer's reads.
-    queue_.Put(slot->index - start_batch_, slot);
+    FinishModelBatch(slot, scratch);
   }
+}
+
+void Pipeline::FinishModelBatch(const std::shared_ptr<BatchSlot>& slot,
+                                WorkerScratch& scratch) {
+  bool failed = false;
+  for (const SampleOutput& sample : slot->samples) failed |= !sample.status.ok();
+  if (failed) {
+    // Under kRaise (or on shutdown) the consumer sees the failure.
+    if (options_.on_error != ErrorPolicy::kSkip || stop_.stop_requested()) {
+      return Deliver(slot);
+    }
+    // Rare path: an image whose header was fine failed to decode. Replace the sample
+    // (its substitute decoded into scratch memory), then lay the batch's pixel_values
+    // out anew, copying the rows that were already written.
+    const int64_t row = options_.model->row_length();
+    std::vector<std::vector<float>> replaced(slot->samples.size());
+    for (size_t i = 0; i < slot->samples.size(); ++i) {
+      SampleOutput& sample = slot->samples[i];
+      if (sample.status.ok()) continue;
+      sample.failures.push_back(SkipRecord{sample.sample_key, sample.status});
+      if (sample.attempts > options_.max_consecutive_errors) {
+        sample.status = status::LimitExceeded(
+            "no substitute left for a sample that failed to decode: ",
+            sample.status.ToString());
+        return Deliver(slot);
+      }
+      RunAttempts(*slot, i, scratch, sample.attempts, &scratch.repair_pixels);
+      if (!sample.status.ok()) return Deliver(slot);
+      replaced[i] = scratch.repair_pixels;
+    }
+    auto pixels = std::make_shared<PooledTensor>();
+    int64_t rows = 0;
+    for (const SampleOutput& sample : slot->samples) rows += sample.prepared.num_patches();
+    Result<Buffer> buffer = pool_->Acquire(static_cast<size_t>(rows * row) * sizeof(float));
+    if (!buffer.ok()) {
+      slot->samples.front().status = buffer.status().WithContext("pixel_values of the batch");
+      return Deliver(slot);
+    }
+    pixels->buffer = std::move(*buffer);
+    float* dst = reinterpret_cast<float*>(pixels->buffer.data());
+    const float* old = reinterpret_cast<const float*>(slot->pixels->buffer.data());
+    int64_t at = 0;
+    for (size_t i = 0; i < slot->samples.size(); ++i) {
+      const int64_t n = slot->samples[i].prepared.num_patches() * row;
+      const float* src = replaced[i].empty() ? old + slot->first_row[i] * row
+                                             : replaced[i].data();
+      std::copy_n(src, n, dst + at);
+      slot->first_row[i] = at / row;
+      at += n;
+    }
+    slot->pixels = std::move(pixels);
+    slot->rows = rows;
+  }
+  const auto t0 = Clock::now();
+  std::vector<const PreparedSample*> prepared;
+  prepared.reserve(slot->samples.size());
+  for (const SampleOutput& sample : slot->samples) prepared.push_back(&sample.prepared);
+  Status st = CollateText(prepared, options_.model->options().pad_id, *pool_, &slot->model);
+  if (!st.ok()) {
+    slot->samples.front().status = st.WithContext("collating the batch");
+    return Deliver(slot);
+  }
+  slot->model.pixel_values =
+      PixelValuesView(slot->pixels, slot->rows, options_.model->row_length());
+  slot->pixels.reset();
+  metrics_->collate.Add(NanosSince(t0), 1,
+                        slot->model.input_ids.num_bytes() * 4 +
+                            slot->model.image_grid_thw.num_bytes());
+  Deliver(slot);
+}
+
+Status Pipeline::PrepareSample(const plan::SampleRef& ref, SampleOutput& out,
+                               WorkerScratch& scratch) {
+  const manifest::Source& source = *sources_[ref.source];
+  const manifest::LineRef line = source.Sample(ref.index);
+  out.json.assign(line.text);
+  return options_.model
+      ->Prepare(line.text, source.image_root(), &out.prepared, &scratch.sample,
+                metrics_.get())
+      .WithContext(out.sample_key);
 }
 
 Status Pipeline::LoadSample(const plan::SampleRef& ref, SampleOutput& out,
@@ -189,6 +381,8 @@ Result<NextOutcome> Pipeline::Next(std::chrono::milliseconds timeout, Batch* out
   out->samples.clear();
   out->skipped.clear();
   out->failed_sample_key.clear();
+  out->has_model = false;
+  out->model = {};
   while (true) {
     if (closed_.load()) {
       account();
@@ -255,6 +449,17 @@ Result<NextOutcome> Pipeline::Next(std::chrono::milliseconds timeout, Batch* out
     }
     out->skipped = std::move(pending_skips_);
     pending_skips_.clear();
+    if (options_.model) {
+      out->has_model = true;
+      out->model = std::move(slot->model);
+      int64_t truncated = 0, dropped = 0;
+      for (const SampleOutput& sample : out->samples) {
+        truncated += sample.truncated ? 1 : 0;
+        dropped += sample.dropped_overlong;
+      }
+      metrics_->samples_truncated.fetch_add(truncated, std::memory_order_relaxed);
+      metrics_->samples_dropped_overlong.fetch_add(dropped, std::memory_order_relaxed);
+    }
     metrics_->batches_delivered.fetch_add(1, std::memory_order_relaxed);
     metrics_->samples_delivered.fetch_add(static_cast<int64_t>(out->samples.size()),
                                           std::memory_order_relaxed);

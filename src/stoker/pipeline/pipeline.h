@@ -9,6 +9,14 @@
 //                                sample of k hands the batch to     hand it out
 //                             3. the InOrderQueue
 //
+// With model inputs (PipelineOptions::model) step 2 has two phases. Phase 1 per sample:
+// parse, read, plan images from their headers, template + tokens + labels + mRoPE.
+// The last sample of batch k to finish phase 1 sizes the batch's pixel_values from the
+// plans and queues phase 2 at the head of the pool's queue (ThreadPool::SubmitFirst):
+// per sample, decode + resize + normalise + patchify straight into its rows. The last
+// phase-2 task collates the token tensors and hands the batch on. Pixels are written
+// once, into the tensor the trainer receives.
+//
 // The pipeline owns every thread it starts. Close() (also run by the destructor)
 // stops the scheduler, drops queued work, lets running samples finish, and joins
 // every thread; it always returns, whether the consumer stopped early, an error was
@@ -32,8 +40,10 @@
 #include "stoker/core/status.h"
 #include "stoker/manifest/sample.h"
 #include "stoker/manifest/source.h"
+#include "stoker/pipeline/collate.h"
 #include "stoker/pipeline/in_order_queue.h"
 #include "stoker/pipeline/metrics.h"
+#include "stoker/pipeline/sample_processor.h"
 #include "stoker/plan/epoch_plan.h"
 
 namespace stoker::pipeline {
@@ -49,6 +59,9 @@ struct PipelineOptions {
   // substitutes, in delivery order, is treated as a systemic fault and raised.
   int64_t max_consecutive_errors = 16;
   int64_t max_image_pixels = codec::kDefaultMaxImagePixels;
+  // Set: batches carry model inputs (token tensors and pixel_values) built by this
+  // processor; unset: batches carry the raw manifest lines and decoded images.
+  std::shared_ptr<const SampleProcessor> model;
 };
 
 // InvalidArgument naming the first option out of range.
@@ -61,7 +74,11 @@ struct SampleOutput {
   Status status;
   std::string sample_key;
   std::string json;  // the raw manifest line
-  std::vector<codec::DecodedImage> images;
+  std::vector<codec::DecodedImage> images;  // raw-image batches
+  PreparedSample prepared;                   // model-input batches
+  int attempts = 0;          // samples tried for this slot (the planned one first)
+  int dropped_overlong = 0;  // of those, replaced for being over max_length (kDrop)
+  bool truncated = false;    // cut to max_length (kTruncate)
   // Under kSkip: the samples that failed in this slot before `ref` succeeded (the
   // planned one first, then failed substitutes), in order.
   std::vector<SkipRecord> failures;
@@ -74,6 +91,9 @@ struct Batch {
   std::vector<SkipRecord> skipped;
   // Set when Next() fails because of one sample: its key.
   std::string failed_sample_key;
+  // With PipelineOptions::model: the batch's tensors.
+  bool has_model = false;
+  ModelBatch model;
 };
 
 enum class NextOutcome { kBatch, kTimeout, kEnd };
@@ -105,6 +125,8 @@ class Pipeline {
     manifest::SampleParser parser;
     manifest::SampleRefs refs;
     std::vector<uint8_t> file_bytes;
+    SampleScratch sample;
+    std::vector<float> repair_pixels;
   };
 
   Pipeline(std::vector<std::shared_ptr<const manifest::Source>> sources,
@@ -114,7 +136,19 @@ class Pipeline {
   void ScheduleLoop();
   void ProcessSample(const std::shared_ptr<BatchSlot>& slot, size_t position,
                      WorkerScratch& scratch);
+  // Tries the slot's planned sample, then its substitutes, from attempt `first_attempt`
+  // on. With `pixels` (phase-2 repair under kSkip), a model sample must also decode.
+  void RunAttempts(BatchSlot& slot, size_t position, WorkerScratch& scratch,
+                   int first_attempt, std::vector<float>* pixels);
   Status LoadSample(const plan::SampleRef& ref, SampleOutput& out, WorkerScratch& scratch);
+  Status PrepareSample(const plan::SampleRef& ref, SampleOutput& out, WorkerScratch& scratch);
+  // Model inputs: after phase 1 of every sample of the batch.
+  void StartPixels(const std::shared_ptr<BatchSlot>& slot, WorkerScratch& scratch);
+  void WriteSamplePixels(const std::shared_ptr<BatchSlot>& slot, size_t position,
+                         WorkerScratch& scratch);
+  // After phase 2: replaces failed samples under kSkip, collates, hands the batch on.
+  void FinishModelBatch(const std::shared_ptr<BatchSlot>& slot, WorkerScratch& scratch);
+  void Deliver(const std::shared_ptr<BatchSlot>& slot);
 
   const std::vector<std::shared_ptr<const manifest::Source>> sources_;
   const plan::EpochPlan plan_;

@@ -4,10 +4,13 @@
 #include <png.h>
 
 #include <chrono>
+#include <cstring>
+#include <fstream>
 #include <set>
 
 #include "stoker/pipeline/loader.h"
 #include "test_images.h"
+#include "test_tokenizer.h"
 
 namespace stoker::pipeline {
 namespace {
@@ -46,10 +49,12 @@ class Dataset {
   }
 
   std::string manifest_path() const { return (dir_.path() / "train.jsonl").string(); }
+  std::string root() const { return dir_.path().string() + "/"; }
 
   std::unique_ptr<Loader> MakeLoader(int64_t batch_size, int threads, int prefetch,
                                      ErrorPolicy policy = ErrorPolicy::kRaise,
-                                     int64_t max_consecutive = 16) const {
+                                     int64_t max_consecutive = 16,
+                                     std::shared_ptr<const SampleProcessor> model = {}) const {
     LoaderOptions options;
     options.sources = {SourceOptions{"train", {manifest_path()}, "", 1, 1}};
     options.plan.batch_size = batch_size;
@@ -57,6 +62,7 @@ class Dataset {
     options.pipeline.prefetch = prefetch;
     options.pipeline.on_error = policy;
     options.pipeline.max_consecutive_errors = max_consecutive;
+    options.pipeline.model = std::move(model);
     auto loader = Loader::Make(options);
     EXPECT_TRUE(loader.ok()) << loader.status().ToString();
     return std::move(*loader);
@@ -243,6 +249,179 @@ TEST(PipelineTest, BadOptionsAreRefused) {
   options.pipeline.num_threads = 1;
   options.pipeline.prefetch = -1;
   EXPECT_EQ(Loader::Make(options).status().code(), StatusCode::kInvalidArgument);
+}
+
+// ---- Model inputs: two phases, pixels written into the batch tensor -------------------
+
+std::shared_ptr<const SampleProcessor> MakeProcessor(
+    int64_t max_length = 0, OverlongPolicy overlong = OverlongPolicy::kTruncate) {
+  ModelInputOptions options;
+  options.tokenizer = testing::ByteChatTokenizer();
+  options.vision = vision::DefaultProcessorConfig(vision::ModelFamily::kQwen2Vl);
+  options.text.max_length = max_length;
+  options.overlong = overlong;
+  options.pad_id = 151643;
+  auto processor = SampleProcessor::Make(options);
+  EXPECT_TRUE(processor.ok()) << processor.status().ToString();
+  return *processor;
+}
+
+// The inputs of sample `index` computed alone, outside the pipeline.
+struct Alone {
+  PreparedSample prepared;
+  std::vector<float> pixels;
+};
+
+Alone ProcessAlone(const SampleProcessor& p, const Dataset& data, int64_t index) {
+  std::ifstream in(data.manifest_path());
+  std::string line;
+  for (int64_t i = 0; i <= index; ++i) std::getline(in, line);
+  Alone out;
+  SampleScratch scratch;
+  EXPECT_TRUE(p.Prepare(line, data.root(), &out.prepared, &scratch, nullptr).ok());
+  out.pixels.resize(static_cast<size_t>(out.prepared.num_patches() * p.row_length()));
+  EXPECT_TRUE(p.WritePixels(out.prepared, out.pixels, &scratch, nullptr).ok());
+  return out;
+}
+
+void ExpectBatchMatches(const SampleProcessor& p, const Dataset& data, const Batch& batch) {
+  ASSERT_TRUE(batch.has_model);
+  const ModelBatch& m = batch.model;
+  const int64_t b = static_cast<int64_t>(batch.samples.size());
+  ASSERT_EQ(m.input_ids.shape[0], b);
+  const int64_t length = m.input_ids.shape[1];
+  const auto* ids = static_cast<const int64_t*>(m.input_ids.data);
+  const auto* labels = static_cast<const int64_t*>(m.labels.data);
+  const auto* mask = static_cast<const int64_t*>(m.attention_mask.data);
+  const auto* positions = static_cast<const int64_t*>(m.position_ids.data);
+  const auto* grids = static_cast<const int64_t*>(m.image_grid_thw.data);
+  const auto* pixels = static_cast<const float*>(m.pixel_values.data);
+  int64_t image = 0, row = 0;
+  for (int64_t i = 0; i < b; ++i) {
+    Alone alone = ProcessAlone(p, data, batch.samples[i].ref.index);
+    const auto& t = alone.prepared.text;
+    const int64_t n = static_cast<int64_t>(t.input_ids.size());
+    ASSERT_LE(n, length);
+    for (int64_t k = 0; k < length; ++k) {
+      const bool real = k < n;
+      EXPECT_EQ(ids[i * length + k], real ? t.input_ids[k] : 151643);
+      EXPECT_EQ(labels[i * length + k], real ? t.labels[k] : text::kIgnoreIndex);
+      EXPECT_EQ(mask[i * length + k], real ? 1 : 0);
+      for (int64_t axis = 0; axis < 3; ++axis) {
+        EXPECT_EQ(positions[(axis * b + i) * length + k],
+                  real ? t.position_ids[axis * n + k] : kPaddingPositionId);
+      }
+    }
+    for (const vision::ImagePlan& plan : alone.prepared.plans) {
+      EXPECT_EQ(grids[image * 3 + 0], plan.grid_t);
+      EXPECT_EQ(grids[image * 3 + 1], plan.grid_h);
+      EXPECT_EQ(grids[image * 3 + 2], plan.grid_w);
+      ++image;
+    }
+    ASSERT_EQ(0, std::memcmp(pixels + row * p.row_length(), alone.pixels.data(),
+                             alone.pixels.size() * sizeof(float)));
+    row += alone.prepared.num_patches();
+  }
+  EXPECT_EQ(m.image_grid_thw.shape[0], image);
+  EXPECT_EQ(m.pixel_values.shape[0], row);
+  EXPECT_EQ(m.pixel_values.shape[1], p.row_length());
+}
+
+TEST(PipelineModelTest, BatchesEqualSamplesProcessedAloneForAnyThreadsAndPrefetch) {
+  Dataset data(23);
+  auto processor = MakeProcessor();
+  for (int threads : {1, 2, 4}) {
+    for (int prefetch : {0, 3}) {
+      auto loader = data.MakeLoader(4, threads, prefetch, ErrorPolicy::kRaise, 16, processor);
+      auto epoch = *loader->StartEpoch(0, 0);
+      std::vector<Batch> batches;
+      std::vector<int64_t> seen = Drain(*epoch, &batches);
+      ASSERT_EQ(seen.size(), 23u);
+      for (int64_t i = 0; i < 23; ++i) EXPECT_EQ(seen[i], i);
+      for (const Batch& batch : batches) ExpectBatchMatches(*processor, data, batch);
+      MetricsSnapshot m = loader->Snapshot();
+      EXPECT_EQ(m.stages[5].name, "vision");
+      EXPECT_EQ(m.stages[5].items, 22);  // (0 + 1 + 2) images per 3 samples, 23 samples
+    }
+  }
+}
+
+TEST(PipelineModelTest, DecodeFailureAfterPlanningRaisesOrIsReplaced) {
+  // Sample 6's PNG keeps its header but loses half its body: it plans fine (phase 1)
+  // and fails to decode (phase 2), after the batch's pixel_values was laid out.
+  Dataset data(14, {}, /*corrupt=*/{5});
+  auto processor = MakeProcessor();
+  {
+    auto loader = data.MakeLoader(3, 2, 2, ErrorPolicy::kRaise, 16, processor);
+    auto epoch = *loader->StartEpoch(0, 0);
+    Batch batch;
+    ASSERT_EQ(*epoch->Next(5s, &batch), NextOutcome::kBatch);
+    Result<NextOutcome> r = epoch->Next(5s, &batch);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kCorruptImage) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("img/5_0.png"), std::string::npos);
+    EXPECT_EQ(batch.failed_sample_key, data.manifest_path() + ":6");
+  }
+  std::vector<int64_t> first;
+  for (int threads : {1, 3}) {
+    auto loader = data.MakeLoader(3, threads, 2, ErrorPolicy::kSkip, 16, processor);
+    auto epoch = *loader->StartEpoch(0, 0);
+    std::vector<Batch> batches;
+    std::vector<int64_t> seen = Drain(*epoch, &batches);
+    ASSERT_EQ(seen.size(), 14u);
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 5), 0);
+    for (const Batch& batch : batches) ExpectBatchMatches(*processor, data, batch);
+    EXPECT_EQ(loader->Snapshot().samples_skipped, 1);
+    if (first.empty()) first = seen;
+    EXPECT_EQ(seen, first) << "the substitute does not depend on thread timing";
+  }
+}
+
+TEST(PipelineModelTest, OverlongSamplesAreTruncatedOrDropped) {
+  Dataset data(12);
+  // Every sample renders "<|im_start|>user\n" + images + "sample N" ... ; 40 tokens cut
+  // the text of all and the images of those whose runs cross the limit.
+  auto truncate = MakeProcessor(40, OverlongPolicy::kTruncate);
+  auto loader = data.MakeLoader(4, 2, 2, ErrorPolicy::kRaise, 16, truncate);
+  auto epoch = *loader->StartEpoch(0, 0);
+  std::vector<Batch> batches;
+  ASSERT_EQ(Drain(*epoch, &batches).size(), 12u);
+  for (const Batch& batch : batches) {
+    EXPECT_LE(batch.model.input_ids.shape[1], 40);
+    ExpectBatchMatches(*truncate, data, batch);
+  }
+  EXPECT_EQ(loader->Snapshot().samples_truncated, 12);
+
+  // Samples with two images (i % 3 == 2) are the long ones: dropping replaces them.
+  Alone one = ProcessAlone(*MakeProcessor(), data, 1);
+  Alone two = ProcessAlone(*MakeProcessor(), data, 2);
+  const int64_t limit = static_cast<int64_t>(one.prepared.text.input_ids.size()) + 2;
+  ASSERT_GT(static_cast<int64_t>(two.prepared.text.input_ids.size()), limit);
+  auto drop = MakeProcessor(limit, OverlongPolicy::kDrop);
+  loader = data.MakeLoader(4, 2, 2, ErrorPolicy::kRaise, 16, drop);
+  epoch = *loader->StartEpoch(0, 0);
+  batches.clear();
+  std::vector<int64_t> seen = Drain(*epoch, &batches);
+  ASSERT_EQ(seen.size(), 12u);
+  for (int64_t index : seen) EXPECT_NE(index % 3, 2) << index;
+  for (const Batch& batch : batches) ExpectBatchMatches(*drop, data, batch);
+  EXPECT_GE(loader->Snapshot().samples_dropped_overlong, 4);
+  EXPECT_EQ(loader->Snapshot().samples_skipped, 0) << "a drop is not a failure";
+}
+
+TEST(PipelineModelTest, CloseMidEpochJoinsAndReturnsMemory) {
+  Dataset data(40);
+  auto processor = MakeProcessor();
+  auto loader = data.MakeLoader(2, 4, 4, ErrorPolicy::kRaise, 16, processor);
+  for (int i = 0; i < 4; ++i) {
+    auto epoch = *loader->StartEpoch(0, 0);
+    if (i % 2) {
+      Batch batch;
+      ASSERT_EQ(*epoch->Next(5s, &batch), NextOutcome::kBatch);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(i * 2));
+  }
+  EXPECT_EQ(loader->pool_stats().outstanding_bytes, 0);
 }
 
 }  // namespace

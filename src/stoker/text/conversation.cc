@@ -196,26 +196,41 @@ Status ParseLlava(object root, array turns, Conversation* conv) {
 
 }  // namespace
 
-Result<Conversation> ParseConversation(std::string_view json) {
-  simdjson::dom::parser parser;
+struct ConversationParser::Impl {
+  simdjson::dom::parser parser;  // keeps its buffers from line to line
+};
+
+ConversationParser::ConversationParser() : impl_(std::make_unique<Impl>()) {}
+ConversationParser::~ConversationParser() = default;
+ConversationParser::ConversationParser(ConversationParser&&) noexcept = default;
+ConversationParser& ConversationParser::operator=(ConversationParser&&) noexcept = default;
+
+Status ConversationParser::Parse(std::string_view json, Conversation* out) {
+  out->messages.clear();
+  out->images.clear();
   element doc;
-  if (auto error = parser.parse(json.data(), json.size(), true).get(doc)) {
+  if (auto error = impl_->parser.parse(json.data(), json.size(), true).get(doc)) {
     return status::ManifestError("malformed JSON: ", simdjson::error_message(error));
   }
   object root;
   if (doc.get_object().get(root) != simdjson::SUCCESS) {
     return status::ManifestError("sample is not a JSON object");
   }
-  Conversation conv;
   array list;
   if (root["messages"].get_array().get(list) == simdjson::SUCCESS) {
-    STOKER_RETURN_NOT_OK(ParseMessages(list, &conv));
-  } else if (root["conversations"].get_array().get(list) == simdjson::SUCCESS) {
-    STOKER_RETURN_NOT_OK(ParseLlava(root, list, &conv));
-  } else {
-    return status::ManifestError(
-        "sample has neither a 'messages' list nor a LLaVA 'conversations' list");
+    return ParseMessages(list, out);
   }
+  if (root["conversations"].get_array().get(list) == simdjson::SUCCESS) {
+    return ParseLlava(root, list, out);
+  }
+  return status::ManifestError(
+      "sample has neither a 'messages' list nor a LLaVA 'conversations' list");
+}
+
+Result<Conversation> ParseConversation(std::string_view json) {
+  ConversationParser parser;
+  Conversation conv;
+  STOKER_RETURN_NOT_OK(parser.Parse(json, &conv));
   return conv;
 }
 

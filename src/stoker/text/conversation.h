@@ -16,6 +16,7 @@
 // is refused: the processor would treat it as an image placeholder.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,5 +46,22 @@ struct Conversation {
 
 // Parses one JSON object (a manifest line).
 Result<Conversation> ParseConversation(std::string_view json);
+
+// The same with reused buffers: one per thread (not thread-safe), for the loader's
+// workers, which parse line after line.
+class ConversationParser {
+ public:
+  ConversationParser();
+  ~ConversationParser();
+  ConversationParser(ConversationParser&&) noexcept;
+  ConversationParser& operator=(ConversationParser&&) noexcept;
+
+  // Fills `out` (cleared first). Errors: ManifestError naming the field and the fault.
+  Status Parse(std::string_view json, Conversation* out);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;  // keeps simdjson out of this header
+};
 
 }  // namespace stoker::text

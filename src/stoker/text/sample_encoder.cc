@@ -33,15 +33,24 @@ Result<EncodedSample> EncodeSample(const Tokenizer& tokenizer, TokenizerSession*
     if (conv.messages[m].role == "assistant") last_assistant = static_cast<int>(m);
   }
   size_t n = ids.size();
+  out.num_images = static_cast<int64_t>(grids.size());
   if (options.max_length > 0 && n > static_cast<size_t>(options.max_length)) {
-    const size_t cut = static_cast<size_t>(options.max_length);
-    if (regions[cut] < chat.chunks.size() &&
-        chat.chunks[regions[cut]].part == RenderedChunk::Part::kImage && cut > 0 &&
-        regions[cut - 1] == regions[cut]) {
-      return status::LimitExceeded("max_length ", std::to_string(options.max_length),
-                                   " cuts through an image's tokens (the sample has ",
-                                   std::to_string(n), " tokens)");
+    size_t cut = static_cast<size_t>(options.max_length);
+    // Never split an image's <|vision_start|> pads <|vision_end|> run: a cut inside it
+    // moves back to the run's first token, so the image is dropped whole (the model
+    // could not match a partial run to its pixels).
+    while (cut > 0 && regions[cut] == regions[cut - 1] &&
+           chat.chunks[regions[cut]].part == RenderedChunk::Part::kImage) {
+      --cut;
     }
+    // Images whose run lies wholly before the cut survive; runs are in image order.
+    int64_t kept = 0;
+    for (uint32_t c = 0; c < chat.chunks.size() && c < (cut > 0 ? regions[cut - 1] + 1 : 0);
+         ++c) {
+      if (chat.chunks[c].part == RenderedChunk::Part::kImage) ++kept;
+    }
+    out.num_images = kept;
+    out.truncated = true;
     n = cut;
   }
   out.input_ids.resize(n);
@@ -69,7 +78,7 @@ Result<EncodedSample> EncodeSample(const Tokenizer& tokenizer, TokenizerSession*
     out.labels[i] = trained ? ids[i] : kIgnoreIndex;
   }
   // Images whose tokens survived truncation.
-  std::vector<ImageGrid> kept(grids.begin(), grids.end());
+  std::vector<ImageGrid> kept(grids.begin(), grids.begin() + out.num_images);
   STOKER_RETURN_NOT_OK(
       MRopePositions(out.input_ids, kept, RopeIds{}, &out.position_ids, &out.rope_delta));
   return out;

@@ -37,7 +37,10 @@ struct SampleEncodeOptions {
   TemplateOptions chat;
   LabelMode label_mode = LabelMode::kAssistant;
   bool train_trailing_newline = true;  // the "\n" after an assistant's <|im_end|>
-  int64_t max_length = 0;              // > 0: truncate to this many tokens
+  // > 0: keep at most this many tokens. A cut that would fall inside an image's
+  // placeholder run ends the sample before that image instead; the image and any
+  // after it are dropped (EncodedSample::num_images says how many remain).
+  int64_t max_length = 0;
 };
 
 struct EncodedSample {
@@ -47,11 +50,12 @@ struct EncodedSample {
   std::vector<int64_t> attention_mask;
   std::vector<int64_t> position_ids;  // [3][L], row-major
   int64_t rope_delta = 0;
+  int64_t num_images = 0;  // leading images whose tokens are in input_ids
+  bool truncated = false;  // max_length shortened the sample
 };
 
 // Encodes one conversation whose images have the given grids (one per image, in order).
-// Errors: InvalidArgument for grid/image mismatches and template limits;
-// LimitExceeded when max_length would cut through an image's tokens.
+// Errors: InvalidArgument for grid/image mismatches and template limits.
 Result<EncodedSample> EncodeSample(const Tokenizer& tokenizer, TokenizerSession* session,
                                    const Conversation& conv,
                                    const std::vector<ImageGrid>& grids,

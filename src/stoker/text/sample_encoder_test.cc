@@ -5,45 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "stoker/text/bpe.h"
-#include "stoker/text/unicode.h"
+#include "test_tokenizer.h"
 
 namespace stoker::text {
 namespace {
 
-// A byte-level tokenizer with no merges and the Qwen chat/vision tokens at their Qwen
-// ids: every character of plain text is one token, which makes labels easy to read.
-std::shared_ptr<const Tokenizer> ChatTokenizer() {
-  std::string vocab;
-  for (int b = 0; b < 256; ++b) {
-    std::string ch;
-    AppendUtf8(ByteToChar(static_cast<uint8_t>(b)), &ch);
-    std::string escaped;
-    for (char c : ch) {
-      if (c == '"' || c == '\\') escaped += '\\';
-      escaped += c;
-    }
-    vocab += (b ? "," : "") + std::string("\"") + escaped + "\": " + std::to_string(b);
-  }
-  std::string added;
-  const std::pair<int, const char*> tokens[] = {
-      {151644, "<|im_start|>"},     {151645, "<|im_end|>"},   {151652, "<|vision_start|>"},
-      {151653, "<|vision_end|>"},   {151655, "<|image_pad|>"}, {151667, "<think>"},
-      {151668, "</think>"}};
-  for (const auto& [id, content] : tokens) {
-    if (!added.empty()) added += ",";
-    added += R"({"id": )" + std::to_string(id) + R"(, "content": ")" + content +
-             R"(", "special": true, "normalized": false})";
-  }
-  const std::string json = R"({"normalizer": {"type": "NFC"},
-      "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false},
-      "decoder": {"type": "ByteLevel"}, "added_tokens": [)" + added +
-                           R"(], "model": {"type": "BPE", "vocab": {)" + vocab +
-                           R"(}, "merges": []}})";
-  auto t = Tokenizer::FromJson(json);
-  EXPECT_TRUE(t.ok()) << t.status().ToString();
-  return *t;
-}
+std::shared_ptr<const Tokenizer> ChatTokenizer() { return testing::ByteChatTokenizer(); }
 
 std::string TrainedText(const Tokenizer& t, const EncodedSample& s) {
   std::vector<int32_t> ids;
@@ -115,7 +82,7 @@ TEST(SampleEncoderTest, ImageTokensAreNeverTrainedAndGetVisionPositions) {
   EXPECT_EQ(pads, 4);
 }
 
-TEST(SampleEncoderTest, MaxLengthTruncatesOrRefusesToCutAnImage) {
+TEST(SampleEncoderTest, MaxLengthTruncatesButNeverSplitsAnImage) {
   auto t = ChatTokenizer();
   SampleEncodeOptions options;
   auto full = Encode(*t, kChat, options, {{1, 4, 4}});
@@ -125,10 +92,23 @@ TEST(SampleEncoderTest, MaxLengthTruncatesOrRefusesToCutAnImage) {
   ASSERT_TRUE(cut.ok());
   EXPECT_EQ(cut->input_ids,
             std::vector<int64_t>(full->input_ids.begin(), full->input_ids.begin() + 60));
-  options.max_length = 46;  // 44 tokens precede the image's <|vision_start|>
-  auto bad = Encode(*t, kChat, options, {{1, 4, 4}});
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().code(), StatusCode::kLimitExceeded);
+  EXPECT_TRUE(cut->truncated);
+  EXPECT_EQ(cut->num_images, 1);
+  // 44 tokens precede the image's <|vision_start|>: a cut inside its run ends the
+  // sample before it and drops the image.
+  for (int64_t max_length : {45, 46, 49}) {
+    options.max_length = max_length;
+    auto before = Encode(*t, kChat, options, {{1, 4, 4}});
+    ASSERT_TRUE(before.ok()) << before.status().ToString();
+    EXPECT_EQ(before->input_ids,
+              std::vector<int64_t>(full->input_ids.begin(), full->input_ids.begin() + 44));
+    EXPECT_EQ(before->num_images, 0);
+    EXPECT_TRUE(before->truncated);
+    EXPECT_EQ(before->position_ids.size(), 3u * 44);
+  }
+  options.max_length = 0;
+  EXPECT_FALSE(full->truncated);
+  EXPECT_EQ(full->num_images, 1);
 }
 
 }  // namespace
