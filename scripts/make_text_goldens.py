@@ -260,7 +260,7 @@ def rope(family, ids, grids):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         path = pathlib.Path(tmp) / "tokenizer.json"
-        with lzma.open(ROOT / "tests/data/tokenizers/qwen3/tokenizer.json.xz") as src:
+        with lzma.open(ROOT / "python/stoker/_data/tokenizers/qwen3/tokenizer.json.xz") as src:
             path.write_bytes(src.read())
         tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(path))
         out = []

@@ -117,6 +117,31 @@ class Tokenizer:
         split = -1 if split_special_tokens is None else int(bool(split_special_tokens))
         return cls(_stoker.Tokenizer.from_file(path, hand_written_splitter, split), path)
 
+    @classmethod
+    def bundled_qwen(cls) -> "Tokenizer":
+        """The Qwen vocabulary shipped with Stoker (Qwen3's ``tokenizer.json`` and
+        ``tokenizer_config.json``; its ids are those of Qwen2-VL, Qwen2.5-VL and
+        Qwen3-VL), for use without a model hub. Decompressed once into
+        ``$STOKER_CACHE_DIR/tokenizers`` (default ``~/.cache/stoker``)."""
+        import lzma
+        import shutil
+
+        from stoker.loader import default_index_cache_dir
+
+        source = os.path.join(os.path.dirname(__file__), "_data", "tokenizers", "qwen3")
+        folder = os.path.join(os.path.dirname(default_index_cache_dir()), "tokenizers",
+                              "qwen3")
+        target = os.path.join(folder, "tokenizer.json")
+        if not os.path.exists(target):
+            os.makedirs(folder, exist_ok=True)
+            partial = f"{target}.{os.getpid()}.partial"
+            with lzma.open(os.path.join(source, "tokenizer.json.xz")) as src, \
+                    open(partial, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            shutil.copy(os.path.join(source, "tokenizer_config.json"), folder)
+            os.replace(partial, target)  # atomic: a concurrent reader never sees half
+        return cls.from_file(folder)
+
     def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
         """The token ids of ``text``.
 

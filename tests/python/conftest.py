@@ -23,7 +23,10 @@ def stoker_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
         yield root
 
 
-TOKENIZER_DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "tokenizers"
+_ROOT = pathlib.Path(__file__).resolve().parents[2]
+# The Qwen vocabulary ships with the package; o200k is test data only.
+TOKENIZER_DATA = {"qwen3": _ROOT / "python" / "stoker" / "_data" / "tokenizers" / "qwen3",
+                  "o200k": _ROOT / "tests" / "data" / "tokenizers" / "o200k"}
 VOCABULARIES = ("qwen3", "o200k")
 
 
@@ -35,8 +38,8 @@ def tokenizer_files(tmp_path_factory) -> dict[str, pathlib.Path]:
     for name in VOCABULARIES:
         folder = root / name
         folder.mkdir()
-        with lzma.open(TOKENIZER_DATA / name / "tokenizer.json.xz") as src:
+        with lzma.open(TOKENIZER_DATA[name] / "tokenizer.json.xz") as src:
             (folder / "tokenizer.json").write_bytes(src.read())
-        shutil.copy(TOKENIZER_DATA / name / "tokenizer_config.json", folder)
+        shutil.copy(TOKENIZER_DATA[name] / "tokenizer_config.json", folder)
         out[name] = folder
     return out
