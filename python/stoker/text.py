@@ -12,6 +12,7 @@ Everything runs in C++ (``stoker._stoker``); this module is its typed Python fac
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -213,6 +214,21 @@ class Tokenizer:
         return f"Tokenizer({self._path!r}, vocab_size={self.vocab_size})"
 
 
+@functools.lru_cache(maxsize=16)
+def _model_inputs(model: str, tokenizer: Tokenizer, checkpoint: str | None, backend: str,
+                  min_pixels: int | None, max_pixels: int | None, max_length: int | None,
+                  label_mode: str, add_vision_id: bool, qwen3_empty_think: bool,
+                  train_trailing_newline: bool) -> Any:
+    """encode_sample's ModelInputs, reused from call to call with the same options."""
+    from stoker.model_inputs import ModelInputs
+    return ModelInputs(model, tokenizer=tokenizer, checkpoint=checkpoint, backend=backend,
+                       min_pixels=min_pixels, max_pixels=max_pixels, max_length=max_length,
+                       label_mode=label_mode, add_vision_id=add_vision_id,
+                       qwen3_empty_think=qwen3_empty_think,
+                       train_trailing_newline=train_trailing_newline,
+                       pad_token_id=tokenizer.pad_token_id or 0)
+
+
 def encode_sample(sample: Mapping[str, Any] | str, *, model: str = "qwen2-vl",
                   tokenizer: Tokenizer,
                   image_grids: Sequence[Sequence[int]] | None = None,
@@ -271,13 +287,10 @@ def encode_sample(sample: Mapping[str, Any] | str, *, model: str = "qwen2-vl",
         if add_generation_prompt:
             raise ValueError("add_generation_prompt needs image_grids or image_sizes "
                              "(training samples end with the assistant's answer)")
-        from stoker.model_inputs import ModelInputs
-        inputs = ModelInputs(model, tokenizer=tokenizer, checkpoint=checkpoint,
-                             backend=backend, min_pixels=min_pixels, max_pixels=max_pixels,
-                             max_length=max_length, label_mode=label_mode,
-                             add_vision_id=add_vision_id, qwen3_empty_think=qwen3_empty_think,
-                             train_trailing_newline=train_trailing_newline,
-                             pad_token_id=tokenizer.pad_token_id or 0)
+        inputs = _model_inputs(model, tokenizer, None if checkpoint is None else
+                               os.fspath(checkpoint), backend, min_pixels, max_pixels,
+                               max_length, label_mode, bool(add_vision_id),
+                               bool(qwen3_empty_think), bool(train_trailing_newline))
         try:
             return inputs.encode(line, image_root=image_root)
         except TypeError:

@@ -324,15 +324,16 @@ Status Pipeline::LoadSample(const plan::SampleRef& ref, SampleOutput& out,
   // Parse and validate the manifest line.
   const manifest::LineRef line = source.Sample(ref.index);
   auto t0 = Clock::now();
-  Status parsed = scratch.parser.Parse(line.text, &scratch.refs);
+  Status parsed = scratch.sample.parser.Parse(line.text, &scratch.sample.conversation);
   metrics_->parse.Add(NanosSince(t0), 1, static_cast<int64_t>(line.text.size()));
   STOKER_RETURN_NOT_OK(parsed);
   out.json.assign(line.text);
 
   codec::DecodeOptions decode_options;
   decode_options.max_pixels = options_.max_image_pixels;
-  out.images.reserve(scratch.refs.images.size());
-  for (const std::string& image : scratch.refs.images) {
+  const std::vector<std::string>& images = scratch.sample.conversation.images;
+  out.images.reserve(images.size());
+  for (const std::string& image : images) {
     if (stop_.stop_requested()) return status::Cancelled("pipeline closed");
     const std::string path = io::ResolvePath(source.image_root(), image);
     const std::string context = "image '" + image + "'";

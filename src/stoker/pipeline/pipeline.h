@@ -38,7 +38,6 @@
 #include "stoker/concurrency/thread_pool.h"
 #include "stoker/core/buffer_pool.h"
 #include "stoker/core/status.h"
-#include "stoker/manifest/sample.h"
 #include "stoker/manifest/source.h"
 #include "stoker/pipeline/collate.h"
 #include "stoker/pipeline/in_order_queue.h"
@@ -122,10 +121,8 @@ class Pipeline {
  private:
   struct BatchSlot;
   struct WorkerScratch {
-    manifest::SampleParser parser;
-    manifest::SampleRefs refs;
     std::vector<uint8_t> file_bytes;
-    SampleScratch sample;
+    SampleScratch sample;  // its conversation parser serves raw-image batches too
     std::vector<float> repair_pixels;
   };
 
