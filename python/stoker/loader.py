@@ -147,6 +147,12 @@ class Loader:
             :func:`default_index_cache_dir`); ``""`` keeps them in memory only.
         model_inputs: a :class:`stoker.ModelInputs`: batches carry the model's inputs
             (tokens, labels, mRoPE ids, pixel_values) instead of decoded images.
+        max_prefetch_bytes: with ``model_inputs``, the most ``pixel_values`` bytes the
+            engine holds for batches it has sized but not yet handed out (``None``: no
+            limit but ``prefetch``). A batch that would cross it is planned from image
+            headers and then waits, undecoded, until the trainer takes earlier batches;
+            the next batch due always proceeds, so a single batch larger than the
+            budget still passes. Default 4 GiB.
     """
 
     def __init__(
@@ -171,6 +177,7 @@ class Loader:
         buffer_pool_bytes: int = 512 << 20,
         index_cache_dir: str | os.PathLike[str] | None = None,
         model_inputs: ModelInputs | None = None,
+        max_prefetch_bytes: int | None = 4 << 30,
     ) -> None:
         if model_inputs is not None and not isinstance(model_inputs, ModelInputs):
             raise TypeError(f"model_inputs must be a stoker.ModelInputs, "
@@ -213,7 +220,8 @@ class Loader:
             bool(drop_last), self._num_threads, self._prefetch, on_error,
             int(max_consecutive_errors), int(max_image_pixels), int(buffer_pool_bytes),
             os.fspath(index_cache_dir),
-            None if model_inputs is None else model_inputs._native)
+            None if model_inputs is None else model_inputs._native,
+            int(max_prefetch_bytes or 0))
         self._order["sources"] = [
             {"name": s.name, "weight": s.weight, "repeat": s.repeat,
              "files": [[os.path.basename(path), size, n] for path, size, n, _ in info["files"]]}

@@ -322,5 +322,23 @@ def test_bad_model_inputs_options(qwen, tmp_path):
         stoker.ModelInputs("llava", tokenizer=qwen)
     with pytest.raises(ValueError, match="needs a tokenizer"):
         stoker.ModelInputs("qwen2-vl")
+    manifest = _make_corpus(tmp_path, n=2)
     with pytest.raises(TypeError, match="model_inputs"):
-        stoker.Loader(_make_corpus(tmp_path, n=2), model_inputs="qwen2-vl")
+        stoker.Loader(manifest, model_inputs="qwen2-vl")
+    with pytest.raises(stoker.errors.InvalidArgumentError, match="max_prefetch_bytes"):
+        stoker.Loader(manifest, model_inputs=stoker.ModelInputs("qwen2-vl", tokenizer=qwen),
+                      max_prefetch_bytes=-1)
+
+
+def test_tiny_prefetch_byte_budget_still_delivers_everything(corpus, qwen):
+    samples = _by_key(corpus)
+    inputs = stoker.ModelInputs("qwen2-vl", tokenizer=qwen)
+    loader = stoker.Loader(corpus, batch_size=3, num_threads=2, prefetch=6, output="numpy",
+                           model_inputs=inputs, max_prefetch_bytes=1)
+    seen = []
+    for batch in loader:
+        refs = [_reference(samples[k], corpus.parent, qwen, "qwen2-vl", "torchvision")
+                for k in batch["sample_keys"]]
+        _check_batch(batch, refs, qwen.pad_token_id)
+        seen += batch["sample_keys"]
+    assert sorted(seen) == sorted(samples)

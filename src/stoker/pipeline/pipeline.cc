@@ -1,5 +1,7 @@
 #include "stoker/pipeline/pipeline.h"
 
+#include <algorithm>
+
 #include "stoker/io/local_file.h"
 
 namespace stoker::pipeline {
@@ -14,6 +16,8 @@ struct Pipeline::BatchSlot {
   std::shared_ptr<PooledTensor> pixels;
   std::vector<int64_t> first_row;
   int64_t rows = 0;
+  int64_t with_images = 0;   // samples with phase-2 work
+  int64_t budget_bytes = 0;  // pixel bytes counted against max_prefetch_bytes
   ModelBatch model;
 };
 
@@ -28,6 +32,10 @@ Status ValidateOptions(const PipelineOptions& options) {
   }
   if (options.max_consecutive_errors < 0) {
     return status::InvalidArgument("max_consecutive_errors must be >= 0");
+  }
+  if (options.max_prefetch_bytes < 0) {
+    return status::InvalidArgument("max_prefetch_bytes must be >= 0 (0: no limit), got ",
+                                   std::to_string(options.max_prefetch_bytes));
   }
   return Status::OK();
 }
@@ -64,7 +72,8 @@ Pipeline::Pipeline(std::vector<std::shared_ptr<const manifest::Source>> sources,
       metrics_(std::move(metrics)),
       pool_(std::move(pool)),
       scratch_(static_cast<size_t>(options.num_threads)),
-      queue_(options.prefetch) {}
+      queue_(options.prefetch),
+      next_undelivered_(start_batch) {}
 
 Pipeline::~Pipeline() { Close(); }
 
@@ -184,7 +193,6 @@ void Pipeline::StartPixels(const std::shared_ptr<BatchSlot>& slot, WorkerScratch
     // that ran out of substitutes. Either way the batch fails: no pixels needed.
     if (!sample.status.ok()) return Deliver(slot);
   }
-  const int64_t row = options_.model->row_length();
   slot->first_row.resize(slot->samples.size());
   int64_t rows = 0;
   int64_t with_images = 0;
@@ -195,18 +203,50 @@ void Pipeline::StartPixels(const std::shared_ptr<BatchSlot>& slot, WorkerScratch
     with_images += n > 0 ? 1 : 0;
   }
   slot->rows = rows;
-  slot->pixels = std::make_shared<PooledTensor>();
-  Result<Buffer> buffer = pool_->Acquire(static_cast<size_t>(rows * row) * sizeof(float));
+  slot->with_images = with_images;
+  AdmitPixels(slot, scratch);
+}
+
+void Pipeline::AdmitPixels(const std::shared_ptr<BatchSlot>& slot, WorkerScratch& scratch) {
+  const int64_t bytes = slot->rows * options_.model->row_length() *
+                        static_cast<int64_t>(sizeof(float));
+  slot->budget_bytes = bytes;
+  {
+    std::lock_guard lock(budget_mutex_);
+    const bool oldest = slot->index == next_undelivered_;
+    const bool fits = options_.max_prefetch_bytes <= 0 ||
+                      budget_held_ + bytes <= options_.max_prefetch_bytes;
+    const bool older_waiting = !deferred_.empty() && deferred_.front()->index < slot->index;
+    if (!oldest && (!fits || older_waiting)) {
+      // Wait, behind any older deferred batch (the list is kept sorted by index).
+      auto at = std::find_if(deferred_.begin(), deferred_.end(),
+                             [&](const auto& d) { return d->index > slot->index; });
+      deferred_.insert(at, slot);
+      return;
+    }
+    budget_held_ += bytes;
+  }
+  if (slot->with_images == 0) {
+    if (!AcquirePixels(*slot)) return Deliver(slot);
+    return FinishModelBatch(slot, scratch);
+  }
+  SubmitPixels(slot);
+}
+
+bool Pipeline::AcquirePixels(BatchSlot& slot) {
+  slot.pixels = std::make_shared<PooledTensor>();
+  Result<Buffer> buffer = pool_->Acquire(static_cast<size_t>(slot.budget_bytes));
   if (!buffer.ok()) {
-    slot->samples.front().status = buffer.status().WithContext("pixel_values of the batch");
-    return Deliver(slot);
+    slot.samples.front().status = buffer.status().WithContext("pixel_values of the batch");
+    return false;
   }
-  slot->pixels->buffer = std::move(*buffer);
-  if (with_images == 0) {
-    FinishModelBatch(slot, scratch);
-    return;
-  }
-  slot->remaining.store(with_images, std::memory_order_relaxed);
+  slot.pixels->buffer = std::move(*buffer);
+  return true;
+}
+
+void Pipeline::SubmitPixels(const std::shared_ptr<BatchSlot>& slot) {
+  if (!AcquirePixels(*slot)) return Deliver(slot);
+  slot->remaining.store(slot->with_images, std::memory_order_relaxed);
   // Head of the queue, last sample first, so the batch's samples run in order and
   // before any later batch's phase 1: the oldest batch finishes first.
   for (size_t i = slot->samples.size(); i-- > 0;) {
@@ -215,6 +255,38 @@ void Pipeline::StartPixels(const std::shared_ptr<BatchSlot>& slot, WorkerScratch
       WriteSamplePixels(slot, i, scratch_[static_cast<size_t>(worker)]);
     });
     if (!st.ok()) return;  // shut down: the batch is abandoned with the epoch
+  }
+}
+
+void Pipeline::ReleaseBudget(int64_t bytes, int64_t delivered_index) {
+  std::vector<std::shared_ptr<BatchSlot>> start;
+  {
+    std::lock_guard lock(budget_mutex_);
+    budget_held_ -= bytes;
+    next_undelivered_ = delivered_index + 1;
+    while (!deferred_.empty()) {
+      const auto& next = deferred_.front();
+      const bool oldest = next->index == next_undelivered_;
+      const bool fits = options_.max_prefetch_bytes <= 0 ||
+                        budget_held_ + next->budget_bytes <= options_.max_prefetch_bytes;
+      if (!oldest && !fits) break;
+      budget_held_ += next->budget_bytes;
+      start.push_back(next);
+      deferred_.erase(deferred_.begin());
+    }
+  }
+  // From the consumer's thread; SubmitFirst never blocks. A batch without images
+  // would need a worker's scratch to finish: hand it to the pool like phase 2.
+  for (const auto& slot : start) {
+    if (slot->with_images == 0) {
+      Status st = workers_->SubmitFirst([this, slot](int worker) {
+        if (!AcquirePixels(*slot)) return Deliver(slot);
+        FinishModelBatch(slot, scratch_[static_cast<size_t>(worker)]);
+      });
+      if (!st.ok()) return;
+      continue;
+    }
+    SubmitPixels(slot);
   }
 }
 
@@ -410,6 +482,7 @@ Result<NextOutcome> Pipeline::Next(std::chrono::milliseconds timeout, Batch* out
         break;
     }
     ++delivered_;
+    if (options_.model) ReleaseBudget(slot->budget_bytes, slot->index);
     // Every task of this batch has finished writing; the samples can move out.
     out->index = slot->index;
     Status failure;

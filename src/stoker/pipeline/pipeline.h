@@ -29,6 +29,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -61,6 +62,12 @@ struct PipelineOptions {
   // Set: batches carry model inputs (token tensors and pixel_values) built by this
   // processor; unset: batches carry the raw manifest lines and decoded images.
   std::shared_ptr<const SampleProcessor> model;
+  // Model inputs: the most pixel_values bytes the pipeline holds for batches laid out
+  // and not yet delivered (0: no limit beyond `prefetch`). A batch that would cross it
+  // waits, sized but not decoded, until the trainer takes earlier ones; the oldest
+  // undelivered batch always proceeds, so one batch larger than the budget still
+  // passes (alone).
+  int64_t max_prefetch_bytes = 0;
 };
 
 // InvalidArgument naming the first option out of range.
@@ -146,6 +153,13 @@ class Pipeline {
   // After phase 2: replaces failed samples under kSkip, collates, hands the batch on.
   void FinishModelBatch(const std::shared_ptr<BatchSlot>& slot, WorkerScratch& scratch);
   void Deliver(const std::shared_ptr<BatchSlot>& slot);
+  // Phase 2 of `slot` under the byte budget: starts it now, or defers it until a
+  // delivery frees enough (ReleaseBudget).
+  void AdmitPixels(const std::shared_ptr<BatchSlot>& slot, WorkerScratch& scratch);
+  void ReleaseBudget(int64_t bytes, int64_t delivered_index);
+  void SubmitPixels(const std::shared_ptr<BatchSlot>& slot);
+  // Takes the batch's pixel_values buffer; false (the error stored) if it failed.
+  bool AcquirePixels(BatchSlot& slot);
 
   const std::vector<std::shared_ptr<const manifest::Source>> sources_;
   const plan::EpochPlan plan_;
@@ -171,6 +185,12 @@ class Pipeline {
   std::vector<SkipRecord> pending_skips_;
   int64_t pending_wait_ns_ = 0;  // wait so far of a next() that timed out and will retry
   std::atomic<bool> closed_{false};
+
+  // The byte budget of max_prefetch_bytes (model inputs), guarded by budget_mutex_.
+  std::mutex budget_mutex_;
+  int64_t budget_held_ = 0;       // pixel bytes of started, undelivered batches
+  int64_t next_undelivered_ = 0;  // plan index of the oldest undelivered batch
+  std::vector<std::shared_ptr<BatchSlot>> deferred_;  // sized, waiting; by index
 };
 
 }  // namespace stoker::pipeline
