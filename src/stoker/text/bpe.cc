@@ -1,10 +1,16 @@
 #include "stoker/text/bpe.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 
 #include "stoker/text/unicode.h"
 
 namespace stoker::text {
+
+size_t StringViewHash::operator()(std::string_view s) const {
+  return static_cast<size_t>(XXH3_64bits(s.data(), s.size()));
+}
 
 namespace {
 

@@ -33,7 +33,8 @@ std::string BytesToVocabString(std::string_view bytes);
 // Hash for string keys looked up by string_view without building a std::string.
 struct StringViewHash {
   using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  // XXH3: about twice the speed of std::hash on the short keys of a vocabulary.
+  size_t operator()(std::string_view s) const;
 };
 
 // Scratch of one thread.
