@@ -49,6 +49,17 @@ struct StatusError : std::exception {
   throw StatusError(status, std::move(sample_key));
 }
 
+// The C++ object behind a Python object of a bound class; InvalidArgument naming
+// `what` when `handle` is of another type.
+template <typename T>
+T& CastNative(nb::handle handle, const char* what) {
+  T* native = nullptr;
+  if (!nb::try_cast(handle, native) || native == nullptr) {
+    Throw(status::InvalidArgument("expected a ", what));
+  }
+  return *native;
+}
+
 template <typename T>
 T Unwrap(Result<T> result) {
   if (!result.ok()) Throw(result.status());

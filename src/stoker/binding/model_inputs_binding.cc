@@ -121,11 +121,7 @@ class ModelInputs {
 
 std::shared_ptr<const pipeline::SampleProcessor> ModelInputsFromPython(
     nb::handle model_inputs) {
-  ModelInputs* native = nullptr;
-  if (!nb::try_cast(model_inputs, native) || native == nullptr) {
-    Throw(status::InvalidArgument("expected a stoker._stoker.ModelInputs"));
-  }
-  return native->processor();
+  return CastNative<ModelInputs>(model_inputs, "stoker._stoker.ModelInputs").processor();
 }
 
 void RegisterModelInputs(nb::module_& m) {

@@ -191,11 +191,7 @@ nb::object PackPositionIds(const std::vector<std::vector<int64_t>>& samples) {
 }  // namespace
 
 std::shared_ptr<const text::Tokenizer> TokenizerFromPython(nb::handle tokenizer) {
-  PyTokenizer* native = nullptr;
-  if (!nb::try_cast(tokenizer, native) || native == nullptr) {
-    Throw(status::InvalidArgument("expected a stoker._stoker.Tokenizer"));
-  }
-  return native->tokenizer();
+  return CastNative<PyTokenizer>(tokenizer, "stoker._stoker.Tokenizer").tokenizer();
 }
 
 void RegisterText(nb::module_& m) {

@@ -232,11 +232,7 @@ nb::tuple SmartResizeBinding(int64_t height, int64_t width, int64_t factor,
 }  // namespace
 
 vision::ProcessorConfig VisionConfigFromPython(nb::handle processor) {
-  VisionProcessor* native = nullptr;
-  if (!nb::try_cast(processor, native) || native == nullptr) {
-    Throw(status::InvalidArgument("expected a stoker._stoker.VisionProcessor"));
-  }
-  return native->config();
+  return CastNative<VisionProcessor>(processor, "stoker._stoker.VisionProcessor").config();
 }
 
 void RegisterVision(nb::module_& m) {

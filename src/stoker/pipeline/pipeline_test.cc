@@ -320,8 +320,10 @@ void ExpectBatchMatches(const SampleProcessor& p, const Dataset& data, const Bat
       EXPECT_EQ(grids[image * 3 + 2], plan.grid_w);
       ++image;
     }
-    ASSERT_EQ(0, std::memcmp(pixels + row * p.row_length(), alone.pixels.data(),
-                             alone.pixels.size() * sizeof(float)));
+    if (!alone.pixels.empty()) {
+      ASSERT_EQ(0, std::memcmp(pixels + row * p.row_length(), alone.pixels.data(),
+                               alone.pixels.size() * sizeof(float)));
+    }
     row += alone.prepared.num_patches();
   }
   EXPECT_EQ(m.image_grid_thw.shape[0], image);
