@@ -1,0 +1,189 @@
+#include "stoker/io/object_store.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace stoker::io {
+namespace {
+
+EnvLookup NoEnv() {
+  return [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+}
+
+// A loopback port with nothing listening: bound, never listened on, then closed.
+int DeadPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+class ObjectStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/stoker_store_XXXXXX";
+    base_ = ::mkdtemp(tmpl);
+    root_ = base_ + "/images";
+    std::filesystem::create_directories(root_);
+    std::ofstream(root_ + "/a.bin") << "0123456789";
+    std::ofstream(base_ + "/outside.txt") << "secret";
+    std::filesystem::create_symlink(base_ + "/outside.txt", root_ + "/link.bin");
+    options_.policy.local_root = root_;
+    options_.retry.transient_base_s = 0.001;
+    options_.retry.throttle_base_s = 0.001;
+    options_.connect_timeout_s = 2;
+  }
+  void TearDown() override { std::filesystem::remove_all(base_); }
+  std::shared_ptr<ObjectStore> Make() {
+    auto store = ObjectStore::Make(options_, NoEnv());
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return *store;
+  }
+  std::string base_, root_;
+  ObjectStoreOptions options_;
+};
+
+TEST_F(ObjectStoreTest, LocalWholeAndRange) {
+  auto store = Make();
+  std::vector<uint8_t> out;
+  ObjectInfo info;
+  ASSERT_TRUE(store->Read("a.bin", {}, &out, &info).ok());
+  EXPECT_EQ(std::string(out.begin(), out.end()), "0123456789");
+  EXPECT_EQ(info.size, 10);
+  ASSERT_TRUE(store->Read("file://" + root_ + "/a.bin", {3, 4}, &out).ok());
+  EXPECT_EQ(std::string(out.begin(), out.end()), "3456");
+  ASSERT_TRUE(store->Read("a.bin", {8, 100}, &out).ok());
+  EXPECT_EQ(std::string(out.begin(), out.end()), "89");
+  EXPECT_EQ(store->Read("missing.bin", {}, &out).code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->Read("a.bin", {-1, 2}, &out).code(), StatusCode::kInvalidArgument);
+  const IoMetrics m = store->Metrics();
+  EXPECT_EQ(m.reads_ok, 3u);
+  EXPECT_EQ(m.reads_failed, 1u);
+  EXPECT_EQ(m.bytes, 16u);
+}
+
+TEST_F(ObjectStoreTest, LocalEscapesRefused) {
+  auto store = Make();
+  std::vector<uint8_t> out;
+  Status link = store->Read("link.bin", {}, &out);
+  EXPECT_NE(link.message().find("(rule: symlink escape)"), std::string::npos);
+  Status dots = store->Read("../outside.txt", {}, &out);
+  EXPECT_NE(dots.message().find("(rule: '..' escape)"), std::string::npos);
+  Status passwd = store->Read("file:///etc/passwd", {}, &out);
+  EXPECT_NE(passwd.message().find("(rule: outside image root)"), std::string::npos);
+}
+
+TEST_F(ObjectStoreTest, AsyncSubmitDeliversEveryCallbackOnce) {
+  auto store = Make();
+  std::mutex mutex;
+  std::condition_variable cv;
+  int done = 0, ok = 0;
+  constexpr int kReads = 50;
+  for (int i = 0; i < kReads; ++i) {
+    store->Submit(i % 5 == 0 ? "nope.bin" : "a.bin", {static_cast<int64_t>(i % 10), 1},
+                  [&, i](Status st, std::vector<uint8_t> data, ObjectInfo) {
+                    std::lock_guard lock(mutex);
+                    if (st.ok() && data.size() == 1 && data[0] == '0' + i % 10) ++ok;
+                    ++done;
+                    cv.notify_all();
+                  });
+  }
+  std::unique_lock lock(mutex);
+  cv.wait(lock, [&] { return done == kReads; });
+  EXPECT_EQ(ok, kReads - kReads / 5);
+}
+
+TEST_F(ObjectStoreTest, ResolvedLoopbackRefusedAtConnectTime) {
+  // The name is not an address, so only the connect-time check can catch it.
+  const int port = DeadPort();
+  options_.resolve = {"innocent.example:" + std::to_string(port) + ":127.0.0.1"};
+  auto store = Make();
+  std::vector<uint8_t> out;
+  Status st = store->Read("http://innocent.example:" + std::to_string(port) + "/x", {}, &out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("(rule: loopback address)"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("resolves to 127.0.0.1"), std::string::npos);
+  EXPECT_EQ(store->Metrics().retries, 0u);  // a policy refusal is never retried
+}
+
+TEST_F(ObjectStoreTest, ConnectionRefusedRetriedUpToMaxAttempts) {
+  const int port = DeadPort();
+  options_.policy.allow_private_addresses = true;
+  options_.retry.max_attempts = 3;
+  auto store = Make();
+  std::vector<uint8_t> out;
+  ObjectInfo info;
+  Status st = store->Read("http://127.0.0.1:" + std::to_string(port) + "/x?X-Amz-Signature=S",
+                          {}, &out, &info);
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
+  EXPECT_NE(st.message().find("max attempts reached"), std::string::npos);
+  EXPECT_EQ(st.message().find("X-Amz-Signature"), std::string::npos);  // redacted
+  EXPECT_EQ(info.attempts, 3);
+  const IoMetrics m = store->Metrics();
+  EXPECT_EQ(m.requests, 3u);
+  EXPECT_EQ(m.retries, 2u);
+  EXPECT_EQ(m.retries_by_reason.at("connect_failed"), 2u);
+  EXPECT_EQ(m.in_flight, 0);
+}
+
+TEST_F(ObjectStoreTest, BudgetExhaustionFailsFast) {
+  const int port = DeadPort();
+  options_.policy.allow_private_addresses = true;
+  options_.retry.max_attempts = 100;
+  options_.retry.budget_tokens = 14 * 3;  // three transient retries in all
+  auto store = Make();
+  std::vector<uint8_t> out;
+  Status st = store->Read("http://127.0.0.1:" + std::to_string(port) + "/x", {}, &out);
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  EXPECT_NE(st.message().find("retry budget exhausted"), std::string::npos) << st.message();
+  EXPECT_EQ(store->Metrics().requests, 4u);
+  EXPECT_EQ(store->Metrics().budget_exhausted, 1u);
+}
+
+TEST_F(ObjectStoreTest, InvalidOptionsAndSecretsNotInToString) {
+  options_.max_in_flight = 0;
+  EXPECT_FALSE(ObjectStore::Make(options_, NoEnv()).ok());
+  options_.max_in_flight = 4;
+  options_.s3.access_key_id = "AKIDEXAMPLE12345678";
+  options_.s3.secret_access_key = "CANARY-secret-value";
+  options_.s3.session_token = "CANARY-token-value";
+  auto store = Make();
+  EXPECT_EQ(store->ToString().find("CANARY"), std::string::npos) << store->ToString();
+}
+
+TEST_F(ObjectStoreTest, DestroyWhileInFlightCancels) {
+  const int port = DeadPort();
+  options_.policy.allow_private_addresses = true;
+  options_.retry.max_attempts = 50;
+  options_.retry.transient_base_s = 5;  // long backoff: still waiting when destroyed
+  std::atomic<int> cancelled{0};
+  {
+    auto store = Make();
+    for (int i = 0; i < 4; ++i) {
+      store->Submit("http://127.0.0.1:" + std::to_string(port) + "/x", {},
+                    [&](Status st, std::vector<uint8_t>, ObjectInfo) {
+                      if (st.code() == StatusCode::kCancelled) ++cancelled;
+                    });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(cancelled.load(), 4);
+}
+
+}  // namespace
+}  // namespace stoker::io
