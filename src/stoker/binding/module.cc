@@ -34,6 +34,7 @@ namespace stoker::binding {
 
 void RegisterVision(nb::module_& m);  // vision_binding.cc
 void RegisterText(nb::module_& m);  // text_binding.cc
+void RegisterIO(nb::module_& m);  // io_binding.cc
 
 namespace {
 
@@ -317,6 +318,7 @@ NB_MODULE(_stoker, m) {
   // Component registrations (one Register*(m) call per binding file) go here.
   RegisterVision(m);
   RegisterText(m);
+  RegisterIO(m);
 
   m.attr("DEFAULT_MAX_IMAGE_PIXELS") = codec::kDefaultMaxImagePixels;
   m.def("decode", &Decode, "data"_a, "max_pixels"_a = codec::kDefaultMaxImagePixels);
