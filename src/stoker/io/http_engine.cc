@@ -183,7 +183,15 @@ size_t HttpEngine::Impl::OnBody(char* ptr, size_t size, size_t n, void* user) {
     job->too_large = true;
     return CURL_WRITEFUNC_ERROR;
   }
-  job->data.insert(job->data.end(), ptr, ptr + len);
+  if (job->data.size() == job->attempt_start && job->content_length > 0) {
+    // One allocation for the whole body when the server said its size (capped: a
+    // lying header must not make us reserve gigabytes).
+    job->data.reserve(job->attempt_start +
+                      static_cast<size_t>(std::min<int64_t>(
+                          job->content_length, job->engine->options.max_object_bytes)));
+  }
+  const auto* bytes = reinterpret_cast<const uint8_t*>(ptr);  // same type: a memcpy
+  job->data.insert(job->data.end(), bytes, bytes + len);
   job->engine->bytes_in_flight += static_cast<int64_t>(len);
   job->engine->bytes += len;
   return len;
@@ -248,6 +256,7 @@ void HttpEngine::Impl::StartAttempt(std::unique_ptr<Job> job) {
   curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
   curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
   if (!options.ca_file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, options.ca_file.c_str());
+  curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, 256L << 10);  // fewer, larger reads
   curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);  // prefer multiplexing on HTTP/2
   if (resolve != nullptr) curl_easy_setopt(easy, CURLOPT_RESOLVE, resolve);
   // A retry takes a new connection: the old one may be the broken part.
