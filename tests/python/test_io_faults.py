@@ -156,3 +156,33 @@ def test_outage_above_budget_fails_fast_with_clear_error(s3):
         assert stats["retries"] == 10  # 140 tokens / 14 per transient retry
         # Without the budget, 60 reads x 10 attempts; with it, one request each + 10.
         assert sum(proxy.requests.values()) == len(keys) + 10
+
+
+def test_connect_timeout_on_a_full_accept_queue(s3):
+    # A listener that never accepts, its one-slot backlog taken: the kernel drops
+    # further SYNs, so connecting hangs like a blackholed host until the timeout.
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(3):
+        f = socket.socket()
+        f.setblocking(False)
+        f.connect_ex(("127.0.0.1", port))
+        fillers.append(f)
+    time.sleep(0.2)
+    try:
+        store = stoker.io.ObjectStore(**store_options(
+            s3, endpoint_url=f"http://127.0.0.1:{port}", connect_timeout=0.3, max_attempts=2))
+        start = time.monotonic()
+        with pytest.raises(errors.StoreUnavailableError, match="max attempts reached"):
+            store.read(f"s3://{BUCKET}/objects/0001.bin")
+        assert time.monotonic() - start < 3
+        assert store.stats()["retries_by_reason"] == {"timeout": 1}
+    finally:
+        for f in fillers:
+            f.close()
+        listener.close()
