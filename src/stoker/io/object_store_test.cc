@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -32,6 +34,62 @@ int DeadPort() {
   ::close(fd);
   return ntohs(addr.sin_port);
 }
+
+// A scripted HTTP/1.1 server on a loopback port: the i-th connection gets the i-th
+// reply (after its request has been read, and recorded), then is closed. Enough to
+// drive the engine's response handling under the sanitizers without Python.
+class ScriptedServer {
+ public:
+  explicit ScriptedServer(std::vector<std::string> replies) : replies_(std::move(replies)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    socklen_t len = sizeof(addr);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    ::listen(fd_, 16);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~ScriptedServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  int port() const { return port_; }
+  std::vector<std::string> requests() {
+    std::lock_guard lock(mutex_);
+    return requests_;
+  }
+
+ private:
+  void Serve() {
+    for (const std::string& reply : replies_) {
+      const int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      std::string request;
+      char buf[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = ::recv(c, buf, sizeof(buf), 0);
+        if (n <= 0) break;
+        request.append(buf, static_cast<size_t>(n));
+      }
+      {
+        std::lock_guard lock(mutex_);
+        requests_.push_back(request);
+      }
+      ::send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
+      ::close(c);
+    }
+  }
+  std::vector<std::string> replies_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::vector<std::string> requests_;
+};
 
 class ObjectStoreTest : public ::testing::Test {
  protected:
@@ -183,6 +241,77 @@ TEST_F(ObjectStoreTest, DestroyWhileInFlightCancels) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_EQ(cancelled.load(), 4);
+}
+
+TEST_F(ObjectStoreTest, ShortBodyResumesWithRangeAndIfMatch) {
+  const std::string body(1000, 'x');
+  ScriptedServer server({
+      // Content-Length says 1000, 400 arrive, then the connection closes.
+      "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nETag: \"e1\"\r\n\r\n" +
+          body.substr(0, 400),
+      "HTTP/1.1 503 Slow Down\r\nContent-Length: 44\r\n\r\n"
+      "<Error><Code>SlowDown</Code></Error>        ",
+      "HTTP/1.1 206 Partial Content\r\nContent-Length: 600\r\nETag: \"e1\"\r\n"
+      "Content-Range: bytes 400-999/1000\r\n\r\n" +
+          body.substr(400),
+  });
+  options_.policy.allow_private_addresses = true;
+  auto store = Make();
+  std::vector<uint8_t> out;
+  ObjectInfo info;
+  Status st = store->Read("http://127.0.0.1:" + std::to_string(server.port()) + "/obj", {},
+                          &out, &info);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(std::string(out.begin(), out.end()), body);
+  EXPECT_EQ(info.size, 1000);
+  EXPECT_EQ(info.etag, "\"e1\"");
+  EXPECT_EQ(info.attempts, 3);
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[0].find("Range:"), std::string::npos);
+  for (int i : {1, 2}) {
+    EXPECT_NE(requests[i].find("Range: bytes=400-\r\n"), std::string::npos) << requests[i];
+    EXPECT_NE(requests[i].find("If-Match: \"e1\"\r\n"), std::string::npos);
+  }
+  const IoMetrics m = store->Metrics();
+  EXPECT_EQ(m.retries_by_reason.at("short_body"), 1u);
+  EXPECT_EQ(m.retries_by_reason.at("http_503_SlowDown"), 1u);
+  EXPECT_EQ(m.resumed, 2u);
+  EXPECT_EQ(m.bytes_in_flight, 0);
+}
+
+TEST_F(ObjectStoreTest, ChangedObjectFailsAndServerIgnoringRangeIsSliced) {
+  ScriptedServer server({
+      "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nETag: \"v1\"\r\n\r\n01234",
+      "HTTP/1.1 412 Precondition Failed\r\nContent-Length: 0\r\n\r\n",
+      // A server without range support answers 200 with everything.
+      "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789",
+  });
+  options_.policy.allow_private_addresses = true;
+  auto store = Make();
+  const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/obj";
+  std::vector<uint8_t> out;
+  Status changed = store->Read(url, {}, &out);
+  EXPECT_EQ(changed.code(), StatusCode::kIOError);
+  EXPECT_NE(changed.message().find("changed while it was read"), std::string::npos);
+  ASSERT_TRUE(store->Read(url, {3, 4}, &out).ok());
+  EXPECT_EQ(std::string(out.begin(), out.end()), "3456");
+}
+
+TEST_F(ObjectStoreTest, TooLargeBodyAndRedirectRefused) {
+  ScriptedServer server({
+      "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + std::string(100, 'z'),
+      "HTTP/1.1 302 Found\r\nLocation: http://169.254.169.254/\r\n"
+      "Content-Length: 0\r\n\r\n",
+  });
+  options_.policy.allow_private_addresses = true;
+  options_.max_object_bytes = 50;
+  auto store = Make();
+  const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/obj";
+  std::vector<uint8_t> out;
+  EXPECT_EQ(store->Read(url, {}, &out).code(), StatusCode::kLimitExceeded);
+  Status redirect = store->Read(url, {}, &out);
+  EXPECT_NE(redirect.message().find("(rule: redirects)"), std::string::npos);
 }
 
 }  // namespace
