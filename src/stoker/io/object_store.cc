@@ -180,6 +180,11 @@ void ObjectStore::Submit(const std::string& text, ByteRange range, ReadCallback 
     });
     return;
   }
+  if (range.length == 0) {  // no bytes wanted; "bytes=N-(N-1)" is not a valid range
+    engine_->RecordLocal(true, 0, 0, "");
+    done(Status::OK(), {}, {});
+    return;
+  }
   HttpRequest request;
   request.range = range;
   request.display = RedactUri(text);

@@ -127,12 +127,17 @@ TEST_F(ObjectStoreTest, LocalWholeAndRange) {
   EXPECT_EQ(std::string(out.begin(), out.end()), "3456");
   ASSERT_TRUE(store->Read("a.bin", {8, 100}, &out).ok());
   EXPECT_EQ(std::string(out.begin(), out.end()), "89");
+  ASSERT_TRUE(store->Read("a.bin", {4, 0}, &out).ok());
+  EXPECT_TRUE(out.empty());
+  ASSERT_TRUE(store->Read("http://93.184.216.34/never-contacted", {4, 0}, &out).ok());
+  EXPECT_TRUE(out.empty());
   EXPECT_EQ(store->Read("missing.bin", {}, &out).code(), StatusCode::kNotFound);
   EXPECT_EQ(store->Read("a.bin", {-1, 2}, &out).code(), StatusCode::kInvalidArgument);
   const IoMetrics m = store->Metrics();
-  EXPECT_EQ(m.reads_ok, 3u);
+  EXPECT_EQ(m.reads_ok, 5u);
   EXPECT_EQ(m.reads_failed, 1u);
   EXPECT_EQ(m.bytes, 16u);
+  EXPECT_EQ(m.requests, 0u);
 }
 
 TEST_F(ObjectStoreTest, LocalEscapesRefused) {
