@@ -75,6 +75,8 @@ class FaultProxy:
         self.injected: collections.Counter[str] = collections.Counter()  # per fault
         self.faults_by_path: collections.Counter[str] = collections.Counter()
         self.connections = 0
+        self.active = 0  # requests being answered now
+        self.max_active = 0
         self.headers_seen: list[dict[str, str]] = []
         self._stop = threading.Event()
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -183,45 +185,15 @@ class FaultProxy:
                 with self.lock:
                     self.headers_seen.append({k.lower(): v for k, v in headers})
                 path = target.split("?", 1)[0]
-                fault = self._choose(path)
-                if fault in ("hang", "slowdown", "forbidden", "throttled403", "error500"):
-                    self._notify(fault, path)
-                if fault == "hang":
-                    self._stop.wait(60)
-                    return
-                if fault == "slowdown":
-                    conn.sendall(self._error(503, "Slow Down", _SLOWDOWN))
-                    continue
-                if fault == "forbidden":
-                    conn.sendall(self._error(403, "Forbidden", _DENIED))
-                    continue
-                if fault == "throttled403":
-                    conn.sendall(self._error(403, "Forbidden", _THROTTLED))
-                    continue
-                if fault == "error500":
-                    conn.sendall(self._error(500, "Internal Server Error", _INTERNAL))
-                    continue
-                if fault == "latency":
-                    time.sleep(self.latency_s)
-                head, body = self._forward(method, target, headers)
-                if fault is not None:
-                    self._notify(fault, path)  # after the server answered
-                if fault == "drop":
-                    conn.close()
-                    return
-                if fault == "reset":
-                    conn.sendall(head + body[: self.reset_after])
-                    time.sleep(0.05)  # let the bytes leave before the RST
-                    self._reset(conn)
-                    return
-                if fault == "bandwidth":
-                    conn.sendall(head)
-                    chunk = max(1, self.bandwidth_bps // 50)
-                    for i in range(0, len(body), chunk):
-                        conn.sendall(body[i : i + chunk])
-                        time.sleep(0.02)
-                    continue
-                conn.sendall(head + body)
+                with self.lock:
+                    self.active += 1
+                    self.max_active = max(self.max_active, self.active)
+                try:
+                    if not self._answer(conn, method, target, headers, path):
+                        return
+                finally:
+                    with self.lock:
+                        self.active -= 1
         except OSError:
             return
         finally:
@@ -230,3 +202,46 @@ class FaultProxy:
                 conn.close()
             except OSError:
                 pass
+
+    def _answer(self, conn, method, target, headers, path) -> bool:
+        """Answers one request; False when the connection is finished with."""
+        fault = self._choose(path)
+        if fault in ("hang", "slowdown", "forbidden", "throttled403", "error500"):
+            self._notify(fault, path)
+        if fault == "hang":
+            self._stop.wait(60)
+            return False
+        if fault == "slowdown":
+            conn.sendall(self._error(503, "Slow Down", _SLOWDOWN))
+            return True
+        if fault == "forbidden":
+            conn.sendall(self._error(403, "Forbidden", _DENIED))
+            return True
+        if fault == "throttled403":
+            conn.sendall(self._error(403, "Forbidden", _THROTTLED))
+            return True
+        if fault == "error500":
+            conn.sendall(self._error(500, "Internal Server Error", _INTERNAL))
+            return True
+        if fault == "latency":
+            time.sleep(self.latency_s)
+        head, body = self._forward(method, target, headers)
+        if fault is not None:
+            self._notify(fault, path)  # after the server answered
+        if fault == "drop":
+            conn.close()
+            return False
+        if fault == "reset":
+            conn.sendall(head + body[: self.reset_after])
+            time.sleep(0.05)  # let the bytes leave before the RST
+            self._reset(conn)
+            return False
+        if fault == "bandwidth":
+            conn.sendall(head)
+            chunk = max(1, self.bandwidth_bps // 50)
+            for i in range(0, len(body), chunk):
+                conn.sendall(body[i : i + chunk])
+                time.sleep(0.02)
+            return True
+        conn.sendall(head + body)
+        return True

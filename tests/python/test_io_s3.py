@@ -174,3 +174,17 @@ def test_unknown_option_and_bad_values():
         stoker.io.ObjectStore(addressing="sideways")
     with pytest.raises(errors.InvalidArgumentError, match="max_in_flight"):
         stoker.io.ObjectStore(max_in_flight=0)
+
+
+def test_in_flight_bound_and_connection_reuse(s3):
+    keys = sorted(s3.objects)[:40]
+    with FaultProxy(s3.port, fault_rate=1.0, faults=("latency",), latency_s=0.05) as proxy:
+        store = stoker.io.ObjectStore(**store_options(
+            s3, endpoint_url=f"http://127.0.0.1:{proxy.port}", max_in_flight=4))
+        got = store.read_many([f"s3://{BUCKET}/{k}" for k in keys])
+        assert got == [s3.objects[k] for k in keys]
+        assert 2 <= proxy.max_active <= 4  # concurrent, never above the bound
+        assert proxy.connections <= 4  # keep-alive: 40 requests over <= 4 connections
+        for k in keys[:5]:  # sequential reads reuse one of them
+            store.read(f"s3://{BUCKET}/{k}")
+        assert proxy.connections <= 4
