@@ -81,6 +81,7 @@ struct Job {
   long status = 0;
   int64_t content_length = -1;
   int64_t range_start = -1, range_total = -1;
+  int64_t retry_after_ms = -1;  // x-amz-retry-after, when the server sent a valid one
   std::string response_etag;
   std::string error_body;
   Status policy_error;
@@ -145,6 +146,7 @@ size_t HttpEngine::Impl::OnHeader(char* ptr, size_t size, size_t n, void* user) 
     // A new response (after a 100 Continue, say): forget the previous headers.
     job->content_length = -1;
     job->range_start = job->range_total = -1;
+    job->retry_after_ms = -1;
     job->response_etag.clear();
     return len;
   }
@@ -154,6 +156,13 @@ size_t HttpEngine::Impl::OnHeader(char* ptr, size_t size, size_t n, void* user) 
   const std::string value = TrimHeader(line.substr(colon + 1));
   if (name == "content-length") {
     job->content_length = std::strtoll(value.c_str(), nullptr, 10);
+  } else if (name == "x-amz-retry-after") {
+    // Milliseconds; anything else is ignored, as the AWS SDKs do.
+    char* end = nullptr;
+    const long long ms = std::strtoll(value.c_str(), &end, 10);
+    if (!value.empty() && end != nullptr && *end == '\0' && ms >= 0) {
+      job->retry_after_ms = ms;
+    }
   } else if (name == "etag") {
     job->response_etag = value;
   } else if (name == "content-range") {
@@ -223,6 +232,7 @@ void HttpEngine::Impl::StartAttempt(std::unique_ptr<Job> job) {
   j->status = 0;
   j->content_length = -1;
   j->range_start = j->range_total = -1;
+  j->retry_after_ms = -1;
   j->response_etag.clear();
   j->error_body.clear();
   j->too_large = false;
@@ -359,7 +369,11 @@ void HttpEngine::Impl::Retry(std::unique_ptr<Job> job, const Classification& why
     job->etag.clear();  // starting over: whatever version is there now is the one read
   }
   std::uniform_real_distribution<double> unit(0.0, 1.0);
-  const double delay = BackoffSeconds(options.retry, why.retry_class, job->attempt, unit(rng));
+  double delay = BackoffSeconds(options.retry, why.retry_class, job->attempt, unit(rng));
+  if (job->retry_after_ms >= 0) {
+    // The server's hint wins, but may stretch our own delay by 5 s at most.
+    delay = std::max(delay, std::min(job->retry_after_ms / 1000.0, delay + 5.0));
+  }
   job->due = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                 std::chrono::duration<double>(delay));
   waiting.push_back(std::move(job));

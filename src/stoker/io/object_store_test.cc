@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -301,6 +302,27 @@ TEST_F(ObjectStoreTest, ChangedObjectFailsAndServerIgnoringRangeIsSliced) {
   EXPECT_NE(changed.message().find("changed while it was read"), std::string::npos);
   ASSERT_TRUE(store->Read(url, {3, 4}, &out).ok());
   EXPECT_EQ(std::string(out.begin(), out.end()), "3456");
+}
+
+TEST_F(ObjectStoreTest, RetryAfterHintStretchesTheBackoffBoundedAndInvalidIgnored) {
+  const std::string slow =
+      "HTTP/1.1 503 Slow Down\r\nContent-Length: 0\r\nx-amz-retry-after: ";
+  ScriptedServer server({
+      slow + "300\r\n\r\n",
+      slow + "abc\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+  });
+  options_.policy.allow_private_addresses = true;
+  auto store = Make();
+  std::vector<uint8_t> out;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(store->Read("http://127.0.0.1:" + std::to_string(server.port()) + "/o", {},
+                          &out).ok());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(seconds, 0.3);  // the hint, not our 1 ms base
+  EXPECT_LT(seconds, 3.0);  // and the invalid one added nothing
+  EXPECT_EQ(store->Metrics().retries, 2u);
 }
 
 TEST_F(ObjectStoreTest, TooLargeBodyAndRedirectRefused) {
