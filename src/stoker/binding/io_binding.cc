@@ -118,13 +118,13 @@ class PyObjectStore {
       std::condition_variable cv;
       size_t remaining = uris.size();
       for (size_t i = 0; i < uris.size(); ++i) {
-        store_->Submit(uris[i], {}, [&, i](Status st, std::vector<uint8_t> data,
-                                           io::ObjectInfo) {
-          std::lock_guard lock(mutex);
-          slots[i].status = std::move(st);
-          slots[i].data = std::move(data);
-          if (--remaining == 0) cv.notify_one();
-        });
+        store_->Submit(uris[i], {},
+                       [&, i](Status st, std::vector<uint8_t> data, io::ObjectInfo) {
+                         std::lock_guard lock(mutex);
+                         slots[i].status = std::move(st);
+                         slots[i].data = std::move(data);
+                         if (--remaining == 0) cv.notify_one();
+                       });
       }
       std::unique_lock lock(mutex);
       cv.wait(lock, [&] { return remaining == 0; });
@@ -133,8 +133,8 @@ class PyObjectStore {
     nb::object make_error = nb::module_::import_("stoker.errors").attr("_make_error");
     for (Slot& slot : slots) {
       if (slot.status.ok()) {
-        out.append(nb::bytes(reinterpret_cast<const char*>(slot.data.data()),
-                             slot.data.size()));
+        out.append(
+            nb::bytes(reinterpret_cast<const char*>(slot.data.data()), slot.data.size()));
       } else if (return_errors) {
         out.append(make_error(std::string(StatusCodeName(slot.status.code())),
                               slot.status.message(), ""));

@@ -182,13 +182,15 @@ size_t HttpEngine::Impl::OnHeader(char* ptr, size_t size, size_t n, void* user) 
 size_t HttpEngine::Impl::OnBody(char* ptr, size_t size, size_t n, void* user) {
   Job* job = static_cast<Job*>(user);
   const size_t len = size * n;
-  if (job->status == 0) curl_easy_getinfo(job->easy, CURLINFO_RESPONSE_CODE, &job->status);
+  if (job->status == 0)
+    curl_easy_getinfo(job->easy, CURLINFO_RESPONSE_CODE, &job->status);
   if (job->status < 200 || job->status >= 300) {
     const size_t room = kMaxErrorBody - std::min(kMaxErrorBody, job->error_body.size());
     job->error_body.append(ptr, std::min(room, len));
     return len;
   }
-  if (static_cast<int64_t>(job->data.size() + len) > job->engine->options.max_object_bytes) {
+  if (static_cast<int64_t>(job->data.size() + len) >
+      job->engine->options.max_object_bytes) {
     job->too_large = true;
     return CURL_WRITEFUNC_ERROR;
   }
@@ -210,8 +212,8 @@ curl_socket_t HttpEngine::Impl::OnOpenSocket(void* user, curlsocktype /*purpose*
                                              struct curl_sockaddr* address) {
   Job* job = static_cast<Job*>(user);
   if (job->request.check_address) {
-    Status st = CheckAddress(job->engine->options.policy, &address->addr,
-                             job->request.display);
+    Status st =
+        CheckAddress(job->engine->options.policy, &address->addr, job->request.display);
     if (!st.ok()) {
       job->policy_error = st;
       return CURL_SOCKET_BAD;
@@ -249,7 +251,7 @@ void HttpEngine::Impl::StartAttempt(std::unique_ptr<Job> job) {
   curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);  // a 3xx is refused below
-  curl_easy_setopt(easy, CURLOPT_PROXY, "");  // no proxy from the environment
+  curl_easy_setopt(easy, CURLOPT_PROXY, "");           // no proxy from the environment
   curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, j->curl_error);
   curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, &Impl::OnHeader);
   curl_easy_setopt(easy, CURLOPT_HEADERDATA, j);
@@ -262,10 +264,12 @@ void HttpEngine::Impl::StartAttempt(std::unique_ptr<Job> job) {
   curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME,
                    std::max(1L, static_cast<long>(options.stall_timeout_s + 0.5)));
-  curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(options.total_timeout_s * 1000));
+  curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS,
+                   static_cast<long>(options.total_timeout_s * 1000));
   curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
   curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
-  if (!options.ca_file.empty()) curl_easy_setopt(easy, CURLOPT_CAINFO, options.ca_file.c_str());
+  if (!options.ca_file.empty())
+    curl_easy_setopt(easy, CURLOPT_CAINFO, options.ca_file.c_str());
   curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, 256L << 10);  // fewer, larger reads
   curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);  // prefer multiplexing on HTTP/2
   if (resolve != nullptr) curl_easy_setopt(easy, CURLOPT_RESOLVE, resolve);
@@ -301,9 +305,9 @@ void HttpEngine::Impl::StartAttempt(std::unique_ptr<Job> job) {
     curl_slist_free_all(headers);
     j->easy = nullptr;
     j->headers = nullptr;
-    Complete(std::move(job), Describe(*j, StatusCode::kInternal,
-                                      std::string("curl_multi_add_handle: ") +
-                                          curl_multi_strerror(mc)));
+    Complete(std::move(job),
+             Describe(*j, StatusCode::kInternal,
+                      std::string("curl_multi_add_handle: ") + curl_multi_strerror(mc)));
     return;
   }
   in_flight++;
@@ -350,8 +354,8 @@ void HttpEngine::Impl::Retry(std::unique_ptr<Job> job, const Classification& why
     Complete(std::move(job),
              Describe(*job, StatusCode::kUnavailable,
                       "retry budget exhausted (the store is failing many requests); "
-                      "last error " + why.reason + " on attempt " +
-                          std::to_string(job->attempt)));
+                      "last error " +
+                          why.reason + " on attempt " + std::to_string(job->attempt)));
     return;
   }
   job->tokens_taken += tokens;
@@ -439,8 +443,8 @@ void HttpEngine::Impl::FinishAttempt(Job* raw, CURLcode rc) {
   if (!body_ok) {
     const std::string code = ErrorCode(job->error_body);
     const Classification why = ClassifyHttp(static_cast<int>(job->status), code);
-    const std::string http = "HTTP " + std::to_string(job->status) +
-                             (code.empty() ? "" : " " + code);
+    const std::string http =
+        "HTTP " + std::to_string(job->status) + (code.empty() ? "" : " " + code);
     if (job->status == 412 && job->resuming) {
       CountError("object_changed");
       Complete(std::move(job),
@@ -458,8 +462,9 @@ void HttpEngine::Impl::FinishAttempt(Job* raw, CURLcode rc) {
     std::string cause = http;
     if (job->status == 404) {
       sc = StatusCode::kNotFound;
-      cause = (code == "NoSuchBucket" ? "the bucket does not exist (" : "no such object (") +
-              http + ")";
+      cause =
+          (code == "NoSuchBucket" ? "the bucket does not exist (" : "no such object (") +
+          http + ")";
     } else if (job->status == 403) {
       sc = StatusCode::kPermissionDenied;
       cause = "access denied: the object is missing or forbidden (" + http + ")";
@@ -482,8 +487,9 @@ void HttpEngine::Impl::FinishAttempt(Job* raw, CURLcode rc) {
   if (job->status == 206) {
     if (job->range_start != job->request_offset) {
       CountError("bad_content_range");
-      Complete(std::move(job), Describe(*job, StatusCode::kIOError,
-                                        "the server answered a different range than asked"));
+      Complete(std::move(job),
+               Describe(*job, StatusCode::kIOError,
+                        "the server answered a different range than asked"));
       return;
     }
     if (job->range_total >= 0) job->object_size = job->range_total;
@@ -538,8 +544,8 @@ void HttpEngine::Impl::Run() {
     }
     int timeout_ms = 1000;
     if (next_due != Clock::time_point::max()) {
-      const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-          next_due - Clock::now());
+      const auto wait =
+          std::chrono::duration_cast<std::chrono::milliseconds>(next_due - Clock::now());
       timeout_ms = static_cast<int>(std::clamp<int64_t>(wait.count() + 1, 0, 1000));
     }
     if (!ready.empty() && static_cast<int>(active.size()) < options.max_in_flight) {

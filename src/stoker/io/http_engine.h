@@ -14,9 +14,9 @@
 namespace stoker::io {
 
 struct HttpRequest {
-  std::string url;      // what curl fetches
-  std::string display;  // what errors show (redacted)
-  bool sign = false;    // SigV4 with the store's credentials
+  std::string url;             // what curl fetches
+  std::string display;         // what errors show (redacted)
+  bool sign = false;           // SigV4 with the store's credentials
   bool check_address = false;  // apply the policy's address rule at connect time
   ByteRange range;
 };

@@ -25,8 +25,11 @@ Status ValidateOptions(const ObjectStoreOptions& o) {
   if (o.max_bytes_in_flight < 1) {
     return status::InvalidArgument("max_bytes_in_flight must be >= 1");
   }
-  if (o.retry.max_attempts < 1) return status::InvalidArgument("max_attempts must be >= 1");
-  if (o.retry.transient_cost < 1 || o.retry.throttle_cost < 1 || o.retry.budget_tokens < 0) {
+  if (o.retry.max_attempts < 1) {
+    return status::InvalidArgument("max_attempts must be >= 1");
+  }
+  if (o.retry.transient_cost < 1 || o.retry.throttle_cost < 1 ||
+      o.retry.budget_tokens < 0) {
     return status::InvalidArgument("retry costs must be >= 1 and the budget >= 0");
   }
   if (o.retry.transient_base_s < 0 || o.retry.throttle_base_s < 0 ||
@@ -36,7 +39,9 @@ Status ValidateOptions(const ObjectStoreOptions& o) {
   if (o.connect_timeout_s <= 0 || o.stall_timeout_s <= 0 || o.total_timeout_s <= 0) {
     return status::InvalidArgument("timeouts must be > 0 seconds");
   }
-  if (o.max_object_bytes < 0) return status::InvalidArgument("max_object_bytes must be >= 0");
+  if (o.max_object_bytes < 0) {
+    return status::InvalidArgument("max_object_bytes must be >= 0");
+  }
   return Status::OK();
 }
 
@@ -145,7 +150,8 @@ Status ObjectStore::ReadLocal(const Uri& uri, ByteRange range, std::vector<uint8
                                   static_cast<off_t>(begin + done));
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
-          result = status::IOError("cannot read '", uri.path, "': ", std::strerror(errno));
+          result =
+              status::IOError("cannot read '", uri.path, "': ", std::strerror(errno));
           break;
         }
         if (n == 0) break;  // the file shrank while we read it
@@ -199,8 +205,8 @@ void ObjectStore::Submit(const std::string& text, ByteRange range, ReadCallback 
   engine_->Submit(std::move(request), std::move(done));
 }
 
-Status ObjectStore::Read(const std::string& uri, ByteRange range, std::vector<uint8_t>* out,
-                         ObjectInfo* info) {
+Status ObjectStore::Read(const std::string& uri, ByteRange range,
+                         std::vector<uint8_t>* out, ObjectInfo* info) {
   auto parsed = ParseUri(uri);
   if (range.offset < 0 || range.length < -1) {
     return status::InvalidArgument("cannot read '", RedactUri(uri),

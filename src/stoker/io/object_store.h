@@ -43,18 +43,19 @@ struct ObjectStoreOptions {
   S3Options s3;
   UriPolicy policy;
   RetryOptions retry;
-  int max_in_flight = 64;                        // concurrent HTTP transfers
-  int64_t max_bytes_in_flight = int64_t{256} << 20;  // body bytes held by unfinished reads
-  double connect_timeout_s = 5.0;                // TCP + TLS handshake
-  double stall_timeout_s = 10.0;                 // no byte received for this long
-  double total_timeout_s = 120.0;                // one attempt, start to last byte
-  int64_t max_object_bytes = int64_t{1} << 30;   // larger bodies fail (LimitExceeded)
+  int max_in_flight = 64;  // concurrent HTTP transfers
+  // Body bytes held by unfinished reads above which no new transfer starts.
+  int64_t max_bytes_in_flight = int64_t{256} << 20;
+  double connect_timeout_s = 5.0;               // TCP + TLS handshake
+  double stall_timeout_s = 10.0;                // no byte received for this long
+  double total_timeout_s = 120.0;               // one attempt, start to last byte
+  int64_t max_object_bytes = int64_t{1} << 30;  // larger bodies fail (LimitExceeded)
   bool verify_tls = true;
-  std::string ca_file;                           // PEM bundle to trust instead of the system's
+  std::string ca_file;  // PEM bundle to trust instead of the system's
   // "host:port:address" entries that bypass DNS (curl's --resolve), e.g. to reach a
   // virtual-hosted bucket name on a test server.
   std::vector<std::string> resolve;
-  uint64_t random_seed = 0;                      // backoff jitter; 0 draws one
+  uint64_t random_seed = 0;  // backoff jitter; 0 draws one
 };
 
 // A snapshot of the store's counters.
@@ -63,19 +64,19 @@ struct IoMetrics {
       1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000};
   using Histogram = std::array<uint64_t, kLatencyBoundsMs.size() + 1>;  // last: overflow
 
-  uint64_t reads_ok = 0;       // reads delivered (local and remote)
+  uint64_t reads_ok = 0;  // reads delivered (local and remote)
   uint64_t reads_failed = 0;
-  uint64_t requests = 0;       // HTTP requests sent (attempts)
-  uint64_t bytes = 0;          // body bytes received (remote) or read (local)
+  uint64_t requests = 0;  // HTTP requests sent (attempts)
+  uint64_t bytes = 0;     // body bytes received (remote) or read (local)
   uint64_t retries = 0;
-  uint64_t resumed = 0;        // retries that resumed a body with Range + If-Match
+  uint64_t resumed = 0;  // retries that resumed a body with Range + If-Match
   uint64_t budget_exhausted = 0;
-  int64_t in_flight = 0;       // HTTP transfers running now
+  int64_t in_flight = 0;  // HTTP transfers running now
   int64_t bytes_in_flight = 0;
   std::map<std::string, uint64_t> retries_by_reason;
   std::map<std::string, uint64_t> errors_by_reason;
-  Histogram ttfb_ms{};         // per request: time to first byte
-  Histogram total_ms{};        // per read: submit to completion
+  Histogram ttfb_ms{};   // per request: time to first byte
+  Histogram total_ms{};  // per read: submit to completion
 };
 
 using ReadCallback =

@@ -1,5 +1,6 @@
 #include "stoker/io/object_store.h"
 
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,8 +14,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace stoker::io {
 namespace {
@@ -41,7 +40,8 @@ int DeadPort() {
 // drive the engine's response handling under the sanitizers without Python.
 class ScriptedServer {
  public:
-  explicit ScriptedServer(std::vector<std::string> replies) : replies_(std::move(replies)) {
+  explicit ScriptedServer(std::vector<std::string> replies)
+      : replies_(std::move(replies)) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -178,9 +178,11 @@ TEST_F(ObjectStoreTest, ResolvedLoopbackRefusedAtConnectTime) {
   options_.resolve = {"innocent.example:" + std::to_string(port) + ":127.0.0.1"};
   auto store = Make();
   std::vector<uint8_t> out;
-  Status st = store->Read("http://innocent.example:" + std::to_string(port) + "/x", {}, &out);
+  Status st =
+      store->Read("http://innocent.example:" + std::to_string(port) + "/x", {}, &out);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("(rule: loopback address)"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("(rule: loopback address)"), std::string::npos)
+      << st.message();
   EXPECT_NE(st.message().find("resolves to 127.0.0.1"), std::string::npos);
   EXPECT_EQ(store->Metrics().retries, 0u);  // a policy refusal is never retried
 }
@@ -192,8 +194,9 @@ TEST_F(ObjectStoreTest, ConnectionRefusedRetriedUpToMaxAttempts) {
   auto store = Make();
   std::vector<uint8_t> out;
   ObjectInfo info;
-  Status st = store->Read("http://127.0.0.1:" + std::to_string(port) + "/x?X-Amz-Signature=S",
-                          {}, &out, &info);
+  Status st =
+      store->Read("http://127.0.0.1:" + std::to_string(port) + "/x?X-Amz-Signature=S", {},
+                  &out, &info);
   EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
   EXPECT_NE(st.message().find("max attempts reached"), std::string::npos);
   EXPECT_EQ(st.message().find("X-Amz-Signature"), std::string::npos);  // redacted
@@ -214,7 +217,8 @@ TEST_F(ObjectStoreTest, BudgetExhaustionFailsFast) {
   std::vector<uint8_t> out;
   Status st = store->Read("http://127.0.0.1:" + std::to_string(port) + "/x", {}, &out);
   EXPECT_EQ(st.code(), StatusCode::kUnavailable);
-  EXPECT_NE(st.message().find("retry budget exhausted"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("retry budget exhausted"), std::string::npos)
+      << st.message();
   EXPECT_EQ(store->Metrics().requests, 4u);
   EXPECT_EQ(store->Metrics().budget_exhausted, 1u);
 }
@@ -265,8 +269,8 @@ TEST_F(ObjectStoreTest, ShortBodyResumesWithRangeAndIfMatch) {
   auto store = Make();
   std::vector<uint8_t> out;
   ObjectInfo info;
-  Status st = store->Read("http://127.0.0.1:" + std::to_string(server.port()) + "/obj", {},
-                          &out, &info);
+  Status st = store->Read("http://127.0.0.1:" + std::to_string(server.port()) + "/obj",
+                          {}, &out, &info);
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(std::string(out.begin(), out.end()), body);
   EXPECT_EQ(info.size, 1000);
@@ -276,7 +280,8 @@ TEST_F(ObjectStoreTest, ShortBodyResumesWithRangeAndIfMatch) {
   ASSERT_EQ(requests.size(), 3u);
   EXPECT_EQ(requests[0].find("Range:"), std::string::npos);
   for (int i : {1, 2}) {
-    EXPECT_NE(requests[i].find("Range: bytes=400-\r\n"), std::string::npos) << requests[i];
+    EXPECT_NE(requests[i].find("Range: bytes=400-\r\n"), std::string::npos)
+        << requests[i];
     EXPECT_NE(requests[i].find("If-Match: \"e1\"\r\n"), std::string::npos);
   }
   const IoMetrics m = store->Metrics();
@@ -316,8 +321,9 @@ TEST_F(ObjectStoreTest, RetryAfterHintStretchesTheBackoffBoundedAndInvalidIgnore
   auto store = Make();
   std::vector<uint8_t> out;
   const auto start = std::chrono::steady_clock::now();
-  ASSERT_TRUE(store->Read("http://127.0.0.1:" + std::to_string(server.port()) + "/o", {},
-                          &out).ok());
+  ASSERT_TRUE(
+      store->Read("http://127.0.0.1:" + std::to_string(server.port()) + "/o", {}, &out)
+          .ok());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GE(seconds, 0.3);  // the hint, not our 1 ms base

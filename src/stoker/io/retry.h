@@ -40,14 +40,14 @@ Classification ClassifyHttp(int http_status, std::string_view error_code);
 Classification ClassifyCurl(int curl_code);
 
 struct RetryOptions {
-  int max_attempts = 5;                // first try included; 1 disables retries
-  double transient_base_s = 0.05;      // backoff base for transient errors
-  double throttle_base_s = 1.0;        // backoff base for throttling
-  double max_backoff_s = 20.0;         // cap of every backoff
-  int budget_tokens = 500;             // shared retry budget (per store)
-  int transient_cost = 14;             // tokens a transient retry takes
-  int throttle_cost = 5;               // tokens a throttle retry takes
-  int success_refund = 1;              // tokens a first-try success gives back
+  int max_attempts = 5;            // first try included; 1 disables retries
+  double transient_base_s = 0.05;  // backoff base for transient errors
+  double throttle_base_s = 1.0;    // backoff base for throttling
+  double max_backoff_s = 20.0;     // cap of every backoff
+  int budget_tokens = 500;         // shared retry budget (per store)
+  int transient_cost = 14;         // tokens a transient retry takes
+  int throttle_cost = 5;           // tokens a throttle retry takes
+  int success_refund = 1;          // tokens a first-try success gives back
 };
 
 // Full-jitter exponential backoff: uniform in [0, min(cap, base * 2^(attempt-1))].

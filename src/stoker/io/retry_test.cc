@@ -1,13 +1,12 @@
 #include "stoker/io/retry.h"
 
 #include <curl/curl.h>
+#include <gtest/gtest.h>
 
 #include <atomic>
 #include <random>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace stoker::io {
 namespace {
@@ -91,7 +90,8 @@ TEST(RetryBackoff, ExactWithFakeRandom) {
   }
   const double throttle[] = {1, 2, 4, 8, 16, 20, 20};
   for (int i = 1; i <= 7; ++i) {
-    EXPECT_DOUBLE_EQ(BackoffSeconds(options, RetryClass::kThrottle, i, 1.0), throttle[i - 1]);
+    EXPECT_DOUBLE_EQ(BackoffSeconds(options, RetryClass::kThrottle, i, 1.0),
+                     throttle[i - 1]);
   }
   EXPECT_DOUBLE_EQ(BackoffSeconds(options, RetryClass::kTransient, 4, 0.0), 0.0);
   EXPECT_DOUBLE_EQ(BackoffSeconds(options, RetryClass::kTransient, 4, 0.5), 0.2);
@@ -152,7 +152,8 @@ TEST(RetryBudgetTest, ThreadSafe) {
   std::atomic<int> taken{0};
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&] {
-      for (int i = 0; i < 200; ++i) taken += budget.Acquire(RetryClass::kTransient) ? 1 : 0;
+      for (int i = 0; i < 200; ++i)
+        taken += budget.Acquire(RetryClass::kTransient) ? 1 : 0;
     });
   }
   for (auto& t : threads) t.join();

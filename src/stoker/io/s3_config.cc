@@ -27,7 +27,8 @@ bool ReadIni(const std::string& path, IniFile* out) {
   if (!in) return false;
   std::string line, section, parent;
   while (std::getline(in, line)) {
-    const bool indented = !line.empty() && std::isspace(static_cast<unsigned char>(line[0]));
+    const bool indented =
+        !line.empty() && std::isspace(static_cast<unsigned char>(line[0]));
     const std::string t = Trim(line);
     if (t.empty() || t[0] == '#' || t[0] == ';') continue;
     if (t.front() == '[' && t.back() == ']') {
@@ -135,8 +136,8 @@ Result<S3Config> ResolveS3Config(const S3Options& options, const EnvLookup& env)
   }
   if (profile_named && profile != "default" && cred_section == nullptr &&
       config_section == nullptr) {
-    return status::InvalidArgument("AWS profile '", profile,
-                                   "' not found in the shared credentials or config file");
+    return status::InvalidArgument(
+        "AWS profile '", profile, "' not found in the shared credentials or config file");
   }
 
   // Credentials: the whole triple comes from one source, never mixed.
@@ -150,7 +151,8 @@ Result<S3Config> ResolveS3Config(const S3Options& options, const EnvLookup& env)
                             options.session_token};
       config.credentials_source = "explicit options";
     } else if (!Get(env, "AWS_ACCESS_KEY_ID").empty() && !options.profile.size()) {
-      config.credentials = {Get(env, "AWS_ACCESS_KEY_ID"), Get(env, "AWS_SECRET_ACCESS_KEY"),
+      config.credentials = {Get(env, "AWS_ACCESS_KEY_ID"),
+                            Get(env, "AWS_SECRET_ACCESS_KEY"),
                             Get(env, "AWS_SESSION_TOKEN")};
       if (config.credentials.secret_access_key.empty()) {
         return status::InvalidArgument(
@@ -158,8 +160,8 @@ Result<S3Config> ResolveS3Config(const S3Options& options, const EnvLookup& env)
       }
       config.credentials_source = "environment";
     } else {
-      for (const auto& [section, where] :
-           {std::pair{cred_section, "credentials file"}, {config_section, "config file"}}) {
+      for (const auto& [section, where] : {std::pair{cred_section, "credentials file"},
+                                           {config_section, "config file"}}) {
         const std::string id = Value(section, "aws_access_key_id");
         if (id.empty()) continue;
         config.credentials = {id, Value(section, "aws_secret_access_key"),
@@ -187,7 +189,8 @@ Result<S3Config> ResolveS3Config(const S3Options& options, const EnvLookup& env)
   if (config.endpoint_url.empty()) {
     config.endpoint_url = Value(config_section, "s3.endpoint_url");
   }
-  if (config.endpoint_url.empty()) config.endpoint_url = Value(config_section, "endpoint_url");
+  if (config.endpoint_url.empty())
+    config.endpoint_url = Value(config_section, "endpoint_url");
   config.custom_endpoint = !config.endpoint_url.empty();
   if (!config.custom_endpoint) {
     config.endpoint_url = "https://s3." + config.region + ".amazonaws.com";
@@ -208,9 +211,15 @@ Result<S3Config> ResolveS3Config(const S3Options& options, const EnvLookup& env)
   // Auto: virtual-hosted on AWS (its default since path style was deprecated), path
   // style on custom endpoints, which rarely have wildcard DNS for buckets.
   switch (options.addressing) {
-    case Addressing::kPath: config.path_style = true; break;
-    case Addressing::kVirtual: config.path_style = false; break;
-    case Addressing::kAuto: config.path_style = config.custom_endpoint; break;
+    case Addressing::kPath:
+      config.path_style = true;
+      break;
+    case Addressing::kVirtual:
+      config.path_style = false;
+      break;
+    case Addressing::kAuto:
+      config.path_style = config.custom_endpoint;
+      break;
   }
   return config;
 }

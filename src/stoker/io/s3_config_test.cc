@@ -1,12 +1,11 @@
 #include "stoker/io/s3_config.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
-
-#include <gtest/gtest.h>
 
 namespace stoker::io {
 namespace {
@@ -24,7 +23,9 @@ class S3ConfigTest : public ::testing::Test {
                                             "\n[team]\n"
                                             "# a comment\n"
                                             "aws_access_key_id=AKIDTEAM00001111\n"
-                                            "aws_secret_access_key=" << kCanary << "\n"
+                                            "aws_secret_access_key="
+                                         << kCanary
+                                         << "\n"
                                             "aws_session_token = team-token\n";
     std::ofstream(dir_ + "/config") << "[default]\nregion = eu-west-1\n"
                                        "[profile team]\nregion = ap-south-1\n"

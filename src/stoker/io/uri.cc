@@ -55,7 +55,7 @@ std::string_view V6Class(const in6_addr& a) {
     return V4Class(v4);
   }
   if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) return "link-local";
-  if ((b[0] & 0xfe) == 0xfc) return "private";  // unique local fc00::/7
+  if ((b[0] & 0xfe) == 0xfc) return "private";                  // unique local fc00::/7
   if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) return "private";  // site-local fec0::/10
   if (b[0] == 0xff) return "multicast";
   return "";
@@ -80,8 +80,8 @@ bool HostAllowed(const std::vector<std::string>& allowed, const std::string& hos
     const std::string e = Lower(entry);
     if (StartsWith(e, "*.")) {
       const std::string suffix = e.substr(1);  // ".example.com"
-      if (h.size() > suffix.size() && h.compare(h.size() - suffix.size(), suffix.size(),
-                                                suffix) == 0) {
+      if (h.size() > suffix.size() &&
+          h.compare(h.size() - suffix.size(), suffix.size(), suffix) == 0) {
         return true;
       }
     } else if (h == e) {
@@ -103,16 +103,20 @@ bool HasDotDot(std::string_view path) {
 }
 
 Status Refused(std::string_view rule, std::string_view uri, std::string_view detail) {
-  return status::InvalidArgument("URI '", RedactUri(uri), "' refused by policy (rule: ",
-                                 rule, "): ", detail);
+  return status::InvalidArgument("URI '", RedactUri(uri),
+                                 "' refused by policy (rule: ", rule, "): ", detail);
 }
 
 std::string Display(const Uri& uri) {
   switch (uri.scheme) {
-    case Scheme::kLocal: return uri.path;
-    case Scheme::kFile: return "file://" + uri.path;
-    case Scheme::kS3: return "s3://" + uri.host + "/" + uri.path;
-    default: break;
+    case Scheme::kLocal:
+      return uri.path;
+    case Scheme::kFile:
+      return "file://" + uri.path;
+    case Scheme::kS3:
+      return "s3://" + uri.host + "/" + uri.path;
+    default:
+      break;
   }
   std::string out = std::string(SchemeName(uri.scheme)) + "://";
   out += uri.host.find(':') != std::string::npos ? "[" + uri.host + "]" : uri.host;
@@ -124,11 +128,16 @@ std::string Display(const Uri& uri) {
 
 std::string_view SchemeName(Scheme scheme) {
   switch (scheme) {
-    case Scheme::kLocal: return "local";
-    case Scheme::kFile: return "file";
-    case Scheme::kS3: return "s3";
-    case Scheme::kHttp: return "http";
-    case Scheme::kHttps: return "https";
+    case Scheme::kLocal:
+      return "local";
+    case Scheme::kFile:
+      return "file";
+    case Scheme::kS3:
+      return "s3";
+    case Scheme::kHttp:
+      return "http";
+    case Scheme::kHttps:
+      return "https";
   }
   return "?";
 }
@@ -185,7 +194,8 @@ Result<Uri> ParseUri(std::string_view text) {
   uri.scheme = scheme == "http" ? Scheme::kHttp : Scheme::kHttps;
   const size_t path_start = rest.find_first_of("/?#");
   std::string_view authority = rest.substr(0, path_start);
-  uri.path = path_start == std::string_view::npos ? "/" : std::string(rest.substr(path_start));
+  uri.path =
+      path_start == std::string_view::npos ? "/" : std::string(rest.substr(path_start));
   if (!uri.path.empty() && uri.path[0] != '/') uri.path.insert(0, "/");
   if (const size_t hash = uri.path.find('#'); hash != std::string::npos) {
     uri.path.resize(hash);
@@ -266,7 +276,8 @@ Status CheckUri(const UriPolicy& policy, const Uri& uri) {
   const std::string_view scheme = SchemeName(uri.scheme);
   if (std::find(policy.allowed_schemes.begin(), policy.allowed_schemes.end(), scheme) ==
       policy.allowed_schemes.end()) {
-    return Refused("scheme", shown, "scheme '" + std::string(scheme) + "' is not allowed");
+    return Refused("scheme", shown,
+                   "scheme '" + std::string(scheme) + "' is not allowed");
   }
   if (!uri.is_remote()) {
     if (policy.local_root.empty()) {
@@ -285,8 +296,8 @@ Status CheckUri(const UriPolicy& policy, const Uri& uri) {
   if (uri.is_http() && !policy.allow_private_addresses) {
     const std::string host = Lower(uri.host);
     std::string_view cls = LiteralHostClass(host);
-    if (cls == "-" && (host == "localhost" || (host.size() > 10 &&
-                                               host.ends_with(".localhost")))) {
+    if (cls == "-" &&
+        (host == "localhost" || (host.size() > 10 && host.ends_with(".localhost")))) {
       cls = "loopback";  // RFC 6761: resolves to loopback without asking DNS
     }
     if (cls != "-" && !cls.empty()) {
@@ -301,7 +312,9 @@ Result<std::string> ConfineLocalPath(const std::string& root, const std::string&
   if (root.empty()) {
     return Refused("local root", path, "local paths are refused (no image root set)");
   }
-  if (HasDotDot(path)) return Refused("'..' escape", path, "the path has a '..' component");
+  if (HasDotDot(path)) {
+    return Refused("'..' escape", path, "the path has a '..' component");
+  }
   char resolved_root[PATH_MAX];
   if (::realpath(root.c_str(), resolved_root) == nullptr) {
     return status::NotFound("image root '", root, "': ", std::strerror(errno));
@@ -317,8 +330,8 @@ Result<std::string> ConfineLocalPath(const std::string& root, const std::string&
   std::string base(resolved_root);
   if (base != "/") base += "/";
   if (!StartsWith(resolved, base)) {
-    const bool absolute_outside = !path.empty() && path[0] == '/' &&
-                                  !StartsWith(path, std::string(resolved_root));
+    const bool absolute_outside =
+        !path.empty() && path[0] == '/' && !StartsWith(path, std::string(resolved_root));
     if (absolute_outside) {
       return Refused("outside image root", path, "the path is not under the image root");
     }

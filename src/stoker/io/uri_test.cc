@@ -1,6 +1,7 @@
 #include "stoker/io/uri.h"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,8 +9,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 namespace stoker::io {
 namespace {
@@ -43,9 +42,10 @@ TEST(UriParse, Schemes) {
 }
 
 TEST(UriParse, Malformed) {
-  for (const char* text : {"", "s3://bucket", "s3://bucket/", "s3:///key", "http://",
-                           "http://host:99999/", "http://host:x/", "http://[::1/",
-                           "http://user:pw@host/", "file://server/share", "gopher://h/"}) {
+  for (const char* text :
+       {"", "s3://bucket", "s3://bucket/", "s3:///key", "http://", "http://host:99999/",
+        "http://host:x/", "http://[::1/", "http://user:pw@host/", "file://server/share",
+        "gopher://h/"}) {
     SCOPED_TRACE(text);
     EXPECT_FALSE(ParseUri(text).ok());
   }
@@ -103,7 +103,8 @@ TEST(UriPolicyTable, DefaultPolicyRefusesInternalTargets) {
       EXPECT_TRUE(st.ok()) << st.ToString();
     } else {
       ASSERT_FALSE(st.ok());
-      EXPECT_NE(st.message().find(std::string("(rule: ") + c.rule + ")"), std::string::npos)
+      EXPECT_NE(st.message().find(std::string("(rule: ") + c.rule + ")"),
+                std::string::npos)
           << st.message();
     }
   }
@@ -114,12 +115,9 @@ TEST(UriPolicyTable, SchemesAllowListAndOptIn) {
   policy.allowed_schemes = {"s3"};
   policy.allowed_hosts = {"good-bucket", "*.example.com"};
   const PolicyCase cases[] = {
-      {"file:///etc/passwd", "scheme"},
-      {"/abs/path.jpg", "scheme"},
-      {"https://cdn.example.com/x", "scheme"},
-      {"s3://good-bucket/k", nullptr},
-      {"s3://GOOD-BUCKET/k", nullptr},
-      {"s3://other/k", "host allow-list"},
+      {"file:///etc/passwd", "scheme"},        {"/abs/path.jpg", "scheme"},
+      {"https://cdn.example.com/x", "scheme"}, {"s3://good-bucket/k", nullptr},
+      {"s3://GOOD-BUCKET/k", nullptr},         {"s3://other/k", "host allow-list"},
   };
   for (const PolicyCase& c : cases) {
     SCOPED_TRACE(c.uri);
@@ -127,7 +125,8 @@ TEST(UriPolicyTable, SchemesAllowListAndOptIn) {
     if (c.rule == nullptr) {
       EXPECT_TRUE(st.ok()) << st.ToString();
     } else {
-      EXPECT_NE(st.message().find(std::string("(rule: ") + c.rule + ")"), std::string::npos)
+      EXPECT_NE(st.message().find(std::string("(rule: ") + c.rule + ")"),
+                std::string::npos)
           << st.message();
     }
   }
@@ -199,7 +198,8 @@ TEST_F(ConfineTest, InsideAllowedEscapesRefused) {
   ASSERT_FALSE(link.ok());
   EXPECT_NE(link.status().message().find("(rule: symlink escape)"), std::string::npos);
   auto dir_link = ConfineLocalPath(root_, "up/secret.txt");
-  EXPECT_NE(dir_link.status().message().find("(rule: symlink escape)"), std::string::npos);
+  EXPECT_NE(dir_link.status().message().find("(rule: symlink escape)"),
+            std::string::npos);
   auto dots = ConfineLocalPath(root_, "../../etc/passwd");
   EXPECT_NE(dots.status().message().find("(rule: '..' escape)"), std::string::npos);
   auto abs = ConfineLocalPath(root_, "/etc/passwd");
