@@ -619,7 +619,12 @@ HttpEngine::~HttpEngine() {
   curl_multi_cleanup(impl_->multi);
   curl_slist_free_all(impl_->resolve);
   // Secrets: overwrite our copies before the memory is freed (curl keeps its own).
-  std::fill(impl_->userpwd_secret.begin(), impl_->userpwd_secret.end(), '\0');
+  volatile char* secret = impl_->userpwd_secret.data();
+  for (size_t i = 0; i < impl_->userpwd_secret.size(); ++i) secret[i] = '\0';
+  impl_->s3.credentials.secret_access_key.assign(
+      impl_->s3.credentials.secret_access_key.size(), '\0');
+  impl_->s3.credentials.session_token.assign(impl_->s3.credentials.session_token.size(),
+                                             '\0');
 }
 
 void HttpEngine::Submit(HttpRequest request, ReadCallback done) {

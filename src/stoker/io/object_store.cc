@@ -97,9 +97,22 @@ class LocalReader {
 ObjectStore::ObjectStore(ObjectStoreOptions options, S3Config s3_config)
     : options_(std::move(options)), s3_config_(std::move(s3_config)) {}
 
+namespace {
+// Overwrites a secret before its memory goes back to the allocator (volatile, so the
+// stores are not optimised away as dead).
+void Wipe(std::string* secret) {
+  volatile char* p = secret->data();
+  for (size_t i = 0; i < secret->size(); ++i) p[i] = '\0';
+}
+}  // namespace
+
 ObjectStore::~ObjectStore() {
   local_.reset();   // runs what is queued, then joins
   engine_.reset();  // cancels what is in flight, then joins
+  Wipe(&options_.s3.secret_access_key);
+  Wipe(&options_.s3.session_token);
+  Wipe(&s3_config_.credentials.secret_access_key);
+  Wipe(&s3_config_.credentials.session_token);
 }
 
 Result<std::shared_ptr<ObjectStore>> ObjectStore::Make(ObjectStoreOptions options,

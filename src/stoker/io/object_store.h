@@ -111,8 +111,9 @@ class ObjectStore {
   Status ReadLocal(const Uri& uri, ByteRange range, std::vector<uint8_t>* out,
                    ObjectInfo* info);
 
-  const ObjectStoreOptions options_;
-  const S3Config s3_config_;
+  // Not const: the destructor overwrites the secrets they hold.
+  ObjectStoreOptions options_;
+  S3Config s3_config_;
   std::unique_ptr<HttpEngine> engine_;
   std::unique_ptr<LocalReader> local_;
 };
