@@ -12,12 +12,15 @@ The work happens in C++ (``stoker._stoker``); this package is its Python face:
   ``visual_token_count``), bit-exact with Hugging Face;
 * :mod:`stoker.text` — tokenizer, chat templates, labels and mRoPE ids
   (``stoker.text.Tokenizer``, ``stoker.encode_sample``);
+* :mod:`stoker.io` — object storage reads (local, ``s3://``, ``http(s)://``) with
+  many requests in flight, retries and a URI security policy (``stoker.io.ObjectStore``);
 * :mod:`stoker.errors` — the exceptions, one class per kind of failure;
 * ``stoker`` on the command line — ``stoker demo``.
 """
 
 from stoker import errors  # first: the native module raises these
 from stoker import codec
+from stoker import io
 from stoker import text
 from stoker import vision
 from stoker.errors import StokerError
@@ -28,5 +31,5 @@ from stoker.text import encode_sample
 
 __version__ = "0.1.0"
 
-__all__ = ["Loader", "ModelInputs", "Source", "StokerError", "codec", "encode_sample", "errors", "text",
-           "vision", "__version__"]
+__all__ = ["Loader", "ModelInputs", "Source", "StokerError", "codec", "encode_sample", "errors",
+           "io", "text", "vision", "__version__"]

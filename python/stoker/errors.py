@@ -46,6 +46,22 @@ class StorageError(StokerError, OSError):
     code = "IOError"
 
 
+class AccessDeniedError(StorageError, PermissionError):
+    """The object store refused access (HTTP 403). S3 answers 403 rather than 404 for
+    an absent key when the caller may not list the bucket, so this means "missing or
+    forbidden"."""
+
+    code = "PermissionDenied"
+
+
+class StoreUnavailableError(StorageError):
+    """The object store kept throttling (503 SlowDown and the like) or failing with
+    transient errors until the retry attempts or the shared retry budget ran out. Never
+    a "not found": the object may well exist."""
+
+    code = "Unavailable"
+
+
 class DecodeError(StokerError, ValueError):
     """An image could not be decoded."""
 
@@ -82,6 +98,8 @@ _BY_CODE: dict[str, type[StokerError]] = {
         ManifestError,
         ImageNotFoundError,
         StorageError,
+        AccessDeniedError,
+        StoreUnavailableError,
         CorruptImageError,
         UnsupportedImageError,
         LimitExceededError,
@@ -102,6 +120,8 @@ __all__ = [
     "ManifestError",
     "ImageNotFoundError",
     "StorageError",
+    "AccessDeniedError",
+    "StoreUnavailableError",
     "DecodeError",
     "CorruptImageError",
     "UnsupportedImageError",

@@ -35,6 +35,7 @@ namespace stoker::binding {
 void RegisterVision(nb::module_& m);  // vision_binding.cc
 void RegisterText(nb::module_& m);  // text_binding.cc
 void RegisterModelInputs(nb::module_& m);  // model_inputs_binding.cc
+void RegisterIO(nb::module_& m);  // io_binding.cc
 
 namespace {
 
@@ -344,6 +345,7 @@ NB_MODULE(_stoker, m) {
   RegisterVision(m);
   RegisterText(m);
   RegisterModelInputs(m);
+  RegisterIO(m);
 
   m.attr("DEFAULT_MAX_IMAGE_PIXELS") = codec::kDefaultMaxImagePixels;
   m.def("decode", &Decode, "data"_a, "max_pixels"_a = codec::kDefaultMaxImagePixels);

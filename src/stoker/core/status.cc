@@ -14,6 +14,8 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kLimitExceeded: return "LimitExceeded";
     case StatusCode::kCancelled: return "Cancelled";
     case StatusCode::kInternal: return "Internal";
+    case StatusCode::kPermissionDenied: return "PermissionDenied";
+    case StatusCode::kUnavailable: return "Unavailable";
   }
   return "Unknown";
 }

@@ -27,6 +27,8 @@ enum class StatusCode : int {
   kLimitExceeded,     // a configured limit (pixels, consecutive failures) was hit
   kCancelled,         // the work was stopped before it finished
   kInternal,          // a bug in Stoker
+  kPermissionDenied,  // the store refused access (HTTP 403): missing-or-forbidden
+  kUnavailable,       // throttled or unavailable after every retry; never "not found"
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -83,6 +85,8 @@ STOKER_STATUS_FACTORY(UnsupportedImage)
 STOKER_STATUS_FACTORY(LimitExceeded)
 STOKER_STATUS_FACTORY(Cancelled)
 STOKER_STATUS_FACTORY(Internal)
+STOKER_STATUS_FACTORY(PermissionDenied)
+STOKER_STATUS_FACTORY(Unavailable)
 #undef STOKER_STATUS_FACTORY
 }  // namespace status
 

@@ -1,0 +1,135 @@
+"""Object storage IO: one reader for local paths, ``s3://bucket/key`` and ``http(s)://``.
+
+>>> store = stoker.io.ObjectStore(endpoint_url="http://127.0.0.1:9000", max_in_flight=64)
+>>> data = store.read("s3://bucket/images/cat.jpg")
+>>> head = store.read("s3://bucket/train.jsonl", offset=0, length=1 << 20)
+>>> blobs = store.read_many(["s3://bucket/a.jpg", "https://cdn.example.com/b.jpg"])
+
+Remote reads run on a native IO thread (libcurl, many requests in flight over reused
+connections); Python's GIL is released while they run. Failures raise the exceptions of
+:mod:`stoker.errors`: a missing object :class:`~stoker.errors.ImageNotFoundError`, a 403
+:class:`~stoker.errors.AccessDeniedError`, throttling or an outage that outlasted the
+retries :class:`~stoker.errors.StoreUnavailableError`, a URI refused by the security
+policy :class:`~stoker.errors.InvalidArgumentError` (the message names the rule).
+
+S3 settings not given here come from the environment (``AWS_ACCESS_KEY_ID``,
+``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_REGION`` /
+``AWS_DEFAULT_REGION``, ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL``, ``AWS_PROFILE``)
+and then from the shared credentials and config files. Secrets are never kept on the
+Python object nor shown by ``repr`` or :meth:`ObjectStore.stats`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from stoker import _stoker
+
+__all__ = ["ObjectStore"]
+
+
+class ObjectStore:
+    """Reads whole objects or byte ranges from local paths, S3 and HTTP(S).
+
+    Security policy (for URIs that come from manifests; the configured S3 endpoint is
+    trusted): ``allowed_schemes`` (default all of ``local``, ``file``, ``s3``, ``http``,
+    ``https``), ``allowed_hosts`` (http(s) hosts and S3 buckets; exact names or
+    ``"*.suffix"``), ``allow_private_addresses`` (off: loopback, link-local and private
+    addresses are refused, checked on the resolved address at connect time),
+    ``image_root`` (local paths must stay inside it; without it local paths are refused).
+    Redirects are never followed. TLS certificates are verified unless
+    ``verify_tls=False``; ``ca_file`` trusts a private CA.
+
+    Retries: ``max_attempts`` per read; full-jitter exponential backoff from
+    ``backoff_base`` (transient errors) or ``throttle_backoff_base`` (throttling) seconds,
+    capped at ``max_backoff``; a ``retry_budget`` of tokens shared by all reads so that an
+    outage fails fast. Timeouts (seconds): ``connect_timeout``, ``stall_timeout`` (no
+    byte received), ``total_timeout`` (one attempt).
+    """
+
+    def __init__(
+        self,
+        *,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        profile: str | None = None,
+        access_key_id: str | None = None,
+        secret_access_key: str | None = None,
+        session_token: str | None = None,
+        addressing: str = "auto",
+        anonymous: bool = False,
+        credentials_file: str | None = None,
+        config_file: str | None = None,
+        image_root: str | None = None,
+        allowed_schemes: Sequence[str] | None = None,
+        allowed_hosts: Sequence[str] | None = None,
+        allow_private_addresses: bool = False,
+        max_in_flight: int = 64,
+        max_bytes_in_flight: int = 256 << 20,
+        max_attempts: int = 5,
+        backoff_base: float = 0.05,
+        throttle_backoff_base: float = 1.0,
+        max_backoff: float = 20.0,
+        retry_budget: int = 500,
+        connect_timeout: float = 5.0,
+        stall_timeout: float = 10.0,
+        total_timeout: float = 120.0,
+        max_object_bytes: int = 1 << 30,
+        verify_tls: bool = True,
+        ca_file: str | None = None,
+        resolve: Sequence[str] | None = None,
+        seed: int = 0,
+    ) -> None:
+        options = {
+            "endpoint_url": endpoint_url,
+            "region": region,
+            "profile": profile,
+            "access_key_id": access_key_id,
+            "secret_access_key": secret_access_key,
+            "session_token": session_token,
+            "addressing": addressing,
+            "anonymous": anonymous,
+            "credentials_file": credentials_file,
+            "config_file": config_file,
+            "image_root": image_root,
+            "allowed_schemes": list(allowed_schemes) if allowed_schemes is not None else None,
+            "allowed_hosts": list(allowed_hosts) if allowed_hosts is not None else None,
+            "allow_private_addresses": allow_private_addresses,
+            "max_in_flight": max_in_flight,
+            "max_bytes_in_flight": max_bytes_in_flight,
+            "max_attempts": max_attempts,
+            "backoff_base": backoff_base,
+            "throttle_backoff_base": throttle_backoff_base,
+            "max_backoff": max_backoff,
+            "retry_budget": retry_budget,
+            "connect_timeout": connect_timeout,
+            "stall_timeout": stall_timeout,
+            "total_timeout": total_timeout,
+            "max_object_bytes": max_object_bytes,
+            "verify_tls": verify_tls,
+            "ca_file": ca_file,
+            "resolve": list(resolve) if resolve is not None else None,
+            "seed": seed,
+        }
+        # The secrets live only in the native object from here on.
+        self._native = _stoker._ObjectStore(options)
+
+    def read(self, uri: str, offset: int | None = None, length: int | None = None) -> bytes:
+        """The object at ``uri``, or ``length`` bytes of it from ``offset``."""
+        return self._native.read(uri, 0 if offset is None else offset,
+                                 -1 if length is None else length)
+
+    def read_many(self, uris: Sequence[str], *, return_errors: bool = False) -> list:
+        """Reads every URI concurrently (up to ``max_in_flight`` at once); results in
+        order. A failure raises, or with ``return_errors=True`` its exception object
+        takes the place of the bytes."""
+        return self._native.read_many(list(uris), return_errors)
+
+    def stats(self) -> dict:
+        """Counters: reads, HTTP requests, bytes, retries (by reason), errors (by
+        reason), in-flight gauges, and time-to-first-byte / total latency histograms
+        (counts per ``latency_bounds_ms`` bucket, the last one open-ended)."""
+        return self._native.stats()
+
+    def __repr__(self) -> str:
+        return repr(self._native)

@@ -1,0 +1,193 @@
+// Binding of the IO component: stoker.io.ObjectStore's native half. Reads release the
+// GIL; read_many submits every URI at once and waits for all of them, so one Python
+// call keeps the whole in-flight window busy.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "stoker/binding/binding_util.h"
+#include "stoker/io/object_store.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace stoker::binding {
+
+namespace {
+
+template <typename T>
+void Take(nb::dict& d, const char* key, T* out) {
+  if (!d.contains(key)) return;
+  nb::object v = d[key];
+  if (!v.is_none()) *out = nb::cast<T>(v);
+  PyDict_DelItemString(d.ptr(), key);
+}
+
+io::ObjectStoreOptions ParseOptions(nb::dict d) {
+  io::ObjectStoreOptions o;
+  Take(d, "endpoint_url", &o.s3.endpoint_url);
+  Take(d, "region", &o.s3.region);
+  Take(d, "profile", &o.s3.profile);
+  Take(d, "access_key_id", &o.s3.access_key_id);
+  Take(d, "secret_access_key", &o.s3.secret_access_key);
+  Take(d, "session_token", &o.s3.session_token);
+  Take(d, "credentials_file", &o.s3.credentials_file);
+  Take(d, "config_file", &o.s3.config_file);
+  Take(d, "anonymous", &o.s3.anonymous);
+  std::string addressing = "auto";
+  Take(d, "addressing", &addressing);
+  if (addressing == "path") {
+    o.s3.addressing = io::Addressing::kPath;
+  } else if (addressing == "virtual") {
+    o.s3.addressing = io::Addressing::kVirtual;
+  } else if (addressing != "auto") {
+    Throw(status::InvalidArgument("addressing must be 'auto', 'path' or 'virtual', got '",
+                                  addressing, "'"));
+  }
+  Take(d, "allowed_schemes", &o.policy.allowed_schemes);
+  Take(d, "allowed_hosts", &o.policy.allowed_hosts);
+  Take(d, "allow_private_addresses", &o.policy.allow_private_addresses);
+  Take(d, "image_root", &o.policy.local_root);
+  Take(d, "max_attempts", &o.retry.max_attempts);
+  Take(d, "backoff_base", &o.retry.transient_base_s);
+  Take(d, "throttle_backoff_base", &o.retry.throttle_base_s);
+  Take(d, "max_backoff", &o.retry.max_backoff_s);
+  Take(d, "retry_budget", &o.retry.budget_tokens);
+  Take(d, "max_in_flight", &o.max_in_flight);
+  Take(d, "max_bytes_in_flight", &o.max_bytes_in_flight);
+  Take(d, "connect_timeout", &o.connect_timeout_s);
+  Take(d, "stall_timeout", &o.stall_timeout_s);
+  Take(d, "total_timeout", &o.total_timeout_s);
+  Take(d, "max_object_bytes", &o.max_object_bytes);
+  Take(d, "verify_tls", &o.verify_tls);
+  Take(d, "ca_file", &o.ca_file);
+  Take(d, "resolve", &o.resolve);
+  Take(d, "seed", &o.random_seed);
+  if (d.size() != 0) {
+    std::string names;
+    for (auto [k, v] : d) names += (names.empty() ? "" : ", ") + nb::cast<std::string>(k);
+    Throw(status::InvalidArgument("unknown ObjectStore option(s): ", names));
+  }
+  return o;
+}
+
+io::ByteRange MakeRange(int64_t offset, int64_t length) {
+  return io::ByteRange{offset, length};
+}
+
+class PyObjectStore {
+ public:
+  explicit PyObjectStore(nb::dict options) {
+    io::ObjectStoreOptions parsed = ParseOptions(std::move(options));
+    Result<std::shared_ptr<io::ObjectStore>> store = status::Internal("unreachable");
+    {
+      nb::gil_scoped_release release;
+      store = io::ObjectStore::Make(std::move(parsed));
+    }
+    store_ = Unwrap(std::move(store));
+  }
+
+  nb::bytes Read(const std::string& uri, int64_t offset, int64_t length) {
+    std::vector<uint8_t> out;
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      st = store_->Read(uri, MakeRange(offset, length), &out);
+    }
+    if (!st.ok()) Throw(st);
+    return nb::bytes(reinterpret_cast<const char*>(out.data()), out.size());
+  }
+
+  // Every result in order; a failed read is an exception object in its place when
+  // `return_errors`, else the first failure (in order) is raised.
+  nb::list ReadMany(const std::vector<std::string>& uris, bool return_errors) {
+    struct Slot {
+      Status status;
+      std::vector<uint8_t> data;
+    };
+    std::vector<Slot> slots(uris.size());
+    {
+      nb::gil_scoped_release release;
+      std::mutex mutex;
+      std::condition_variable cv;
+      size_t remaining = uris.size();
+      for (size_t i = 0; i < uris.size(); ++i) {
+        store_->Submit(uris[i], {},
+                       [&, i](Status st, std::vector<uint8_t> data, io::ObjectInfo) {
+                         std::lock_guard lock(mutex);
+                         slots[i].status = std::move(st);
+                         slots[i].data = std::move(data);
+                         if (--remaining == 0) cv.notify_one();
+                       });
+      }
+      std::unique_lock lock(mutex);
+      cv.wait(lock, [&] { return remaining == 0; });
+    }
+    nb::list out;
+    nb::object make_error = nb::module_::import_("stoker.errors").attr("_make_error");
+    for (Slot& slot : slots) {
+      if (slot.status.ok()) {
+        out.append(
+            nb::bytes(reinterpret_cast<const char*>(slot.data.data()), slot.data.size()));
+      } else if (return_errors) {
+        out.append(make_error(std::string(StatusCodeName(slot.status.code())),
+                              slot.status.message(), ""));
+      } else {
+        Throw(slot.status);
+      }
+    }
+    return out;
+  }
+
+  nb::dict Stats() const {
+    const io::IoMetrics m = store_->Metrics();
+    nb::dict d;
+    d["reads_ok"] = m.reads_ok;
+    d["reads_failed"] = m.reads_failed;
+    d["requests"] = m.requests;
+    d["bytes"] = m.bytes;
+    d["retries"] = m.retries;
+    d["resumed"] = m.resumed;
+    d["budget_exhausted"] = m.budget_exhausted;
+    d["in_flight"] = m.in_flight;
+    d["bytes_in_flight"] = m.bytes_in_flight;
+    nb::dict by_reason, errors;
+    for (const auto& [k, v] : m.retries_by_reason) by_reason[k.c_str()] = v;
+    for (const auto& [k, v] : m.errors_by_reason) errors[k.c_str()] = v;
+    d["retries_by_reason"] = by_reason;
+    d["errors_by_reason"] = errors;
+    nb::list bounds;
+    for (double b : io::IoMetrics::kLatencyBoundsMs) bounds.append(b);
+    d["latency_bounds_ms"] = bounds;
+    nb::list ttfb, total;
+    for (uint64_t c : m.ttfb_ms) ttfb.append(c);
+    for (uint64_t c : m.total_ms) total.append(c);
+    d["ttfb_ms_histogram"] = ttfb;
+    d["total_ms_histogram"] = total;
+    return d;
+  }
+
+  std::string Repr() const { return store_->ToString(); }
+
+ private:
+  std::shared_ptr<io::ObjectStore> store_;
+};
+
+}  // namespace
+
+void RegisterIO(nb::module_& m) {
+  nb::class_<PyObjectStore>(m, "_ObjectStore")
+      .def(nb::init<nb::dict>(), "options"_a)
+      .def("read", &PyObjectStore::Read, "uri"_a, "offset"_a = 0, "length"_a = -1)
+      .def("read_many", &PyObjectStore::ReadMany, "uris"_a, "return_errors"_a = false)
+      .def("stats", &PyObjectStore::Stats)
+      .def("__repr__", &PyObjectStore::Repr);
+}
+
+}  // namespace stoker::binding
