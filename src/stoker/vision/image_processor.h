@@ -75,7 +75,7 @@ struct ImagePlan {
 // Memory one thread reuses across images.
 struct VisionScratch {
   ResizeScratch resize;
-  std::vector<uint8_t> resized;     // resized RGB image
+  std::vector<float> row;           // one pixel_values row, built in cache
   std::vector<uint8_t> decoded;     // decoded source (encoded-input path)
   std::vector<uint8_t> oriented;    // after EXIF transpose or alpha compositing
 };
@@ -105,7 +105,9 @@ class ImageProcessor {
 
  private:
   explicit ImageProcessor(const ProcessorConfig& config);
-  void WritePatches(const ImagePlan& plan, const uint8_t* resized, float* out) const;
+  // Writes the rows of block row `bh` (m * P resized rows starting at `band`).
+  void WriteBlockRow(const ImagePlan& plan, const uint8_t* band, float* out, bool stream,
+                     float* row) const;
 
   ProcessorConfig config_;
   std::array<std::array<float, 256>, 3> lut_{};
