@@ -3,7 +3,6 @@
 #include <cstring>
 #include <string>
 
-#include "stoker/vision/stream.h"
 
 namespace stoker::vision {
 
@@ -80,6 +79,21 @@ float NormalizeFast(uint8_t v, double rescale_factor, double mean, double std) {
 }
 
 ImageProcessor::ImageProcessor(const ProcessorConfig& config) : config_(config) {
+  // The float32 operands of each path's formula: the fast path subtracts and divides by
+  // mean and std scaled by 1 / rescale_factor; the slow path rescales first, which
+  // equals a float32 division by 1 / rescale_factor when the check below says so.
+  const float inverse = static_cast<float>(1.0 / config.rescale_factor);
+  for (int c = 0; c < kChannels; ++c) {
+    if (config.backend == ResizeBackend::kPillow) {
+      formula_.divisor = inverse;
+      formula_.mean[c] = static_cast<float>(config.image_mean[c]);
+      formula_.std[c] = static_cast<float>(config.image_std[c]);
+    } else {
+      formula_.mean[c] = static_cast<float>(config.image_mean[c]) * inverse;
+      formula_.std[c] = static_cast<float>(config.image_std[c]) * inverse;
+    }
+  }
+  formula_exact_ = true;
   for (int c = 0; c < kChannels; ++c) {
     for (int v = 0; v < 256; ++v) {
       const auto byte = static_cast<uint8_t>(v);
@@ -88,6 +102,8 @@ ImageProcessor::ImageProcessor(const ProcessorConfig& config) : config_(config) 
                                        config.image_std[c])
                        : NormalizeFast(byte, config.rescale_factor, config.image_mean[c],
                                        config.image_std[c]);
+      const float simd = formula_.Apply(c, byte);
+      if (std::memcmp(&simd, &lut_[c][v], sizeof(float)) != 0) formula_exact_ = false;
     }
   }
 }
@@ -160,6 +176,11 @@ void ImageProcessor::WriteBlockRow(const ImagePlan& plan, const uint8_t* band, f
   const size_t stride = static_cast<size_t>(plan.resized_width) * kChannels;
   const size_t block = static_cast<size_t>(p * p);
   const size_t length = static_cast<size_t>(row_length());
+  if (formula_exact_ &&
+      WritePatchRowsSimd(band, stride, wb, static_cast<int>(m), static_cast<int>(p),
+                         static_cast<int>(t), formula_, out, stream, row)) {
+    return;
+  }
   for (int64_t bw = 0; bw < wb; ++bw) {
     for (int64_t mh = 0; mh < m; ++mh) {
       for (int64_t mw = 0; mw < m; ++mw) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "stoker/core/status.h"
+#include "stoker/vision/patchify.h"
 #include "stoker/vision/resize.h"
 #include "stoker/vision/smart_resize.h"
 
@@ -102,6 +103,9 @@ class ImageProcessor {
   // The normalised float for channel c and byte value v (the whole of rescale +
   // normalise, precomputed with the numerics of the configured backend).
   float NormalizedValue(int c, uint8_t v) const { return lut_[c][v]; }
+  // Whether the SIMD arithmetic (NormalizeFormula) reproduces NormalizedValue for every
+  // channel and byte, so Run may use it (otherwise Run looks values up in the table).
+  bool normalize_formula_exact() const { return formula_exact_; }
 
  private:
   explicit ImageProcessor(const ProcessorConfig& config);
@@ -111,6 +115,10 @@ class ImageProcessor {
 
   ProcessorConfig config_;
   std::array<std::array<float, 256>, 3> lut_{};
+  // The same values as arithmetic for the SIMD path; used only when it reproduces
+  // lut_ exactly for every channel and byte (checked in the constructor).
+  NormalizeFormula formula_;
+  bool formula_exact_ = false;
 };
 
 // Rescale + normalise of one byte value, as Hugging Face computes it:
