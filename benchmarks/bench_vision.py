@@ -21,7 +21,9 @@ with pixel_values + image_grid_thw, decode included:
 The corpus is cut from the JPEG photos of --photos (default: the vendored
 python/stoker/_data/photos), resized with
 Pillow to 300x200 ... 4000x3000 and encoded as JPEG (quality 75-95) or PNG (every
-fourth image). Prints images/s and source megapixels/s per side and the ratios.
+fourth image). Each side's time is the sum over images of its best of --repeat calls on
+that image, the sides taking turns image by image. Prints images/s and source
+megapixels/s per side and the ratios.
 """
 
 from __future__ import annotations
@@ -56,14 +58,20 @@ def make_corpus(photos: Path) -> list[bytes]:
     return out
 
 
-def best_time(fn, items, repeat: int) -> float:
-    best = float("inf")
+def best_times(sides: dict, items: list[bytes], repeat: int) -> dict[str, float]:
+    """Per side, the sum over images of the best of `repeat` calls on that image.
+
+    The sides take turns image by image (every side runs on image i before any runs on
+    image i + 1), so a change of load on a shared machine hits every side alike instead
+    of whichever side happened to be running."""
+    best = {name: [float("inf")] * len(items) for name in sides}
     for _ in range(repeat):
-        start = time.perf_counter()
-        for data in items:
-            fn(data)
-        best = min(best, time.perf_counter() - start)
-    return best
+        for i, data in enumerate(items):
+            for name, fn in sides.items():
+                start = time.perf_counter()
+                fn(data)
+                best[name][i] = min(best[name][i], time.perf_counter() - start)
+    return {name: sum(times) for name, times in best.items()}
 
 
 def main() -> int:
@@ -113,11 +121,11 @@ def main() -> int:
     }
     for fn in sides.values():  # warm-up: imports, scratch buffers, lazy torch init
         fn(corpus[0])
-    times = {name: best_time(fn, corpus, args.repeat) for name, fn in sides.items()}
+    times = best_times(sides, corpus, args.repeat)
 
     n = len(corpus)
     print(f"{n} images ({megapixels:.1f} MP), model {args.model}, one thread, "
-          f"best of {args.repeat}")
+          f"per image best of {args.repeat}, sides interleaved")
     print(f"{'side':<28} {'images/s':>9} {'MP/s':>8} {'s':>7}")
     for name, t in times.items():
         print(f"{name:<28} {n / t:>9.1f} {megapixels / t:>8.1f} {t:>7.2f}")
