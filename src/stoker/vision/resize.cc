@@ -117,10 +117,17 @@ void PlanAxis(ResizeBackend backend, int in_size, int out_size, AxisTaps* taps) 
   taps->group_taps.resize(groups);
   taps->group_index.resize(groups);
   taps->group_last.resize(groups);
+  taps->group_contiguous.resize(groups);
   taps->group_table.clear();
   for (int g = 0; g < groups; ++g) {
     int n = 0, last = 0;
-    for (int i = g * kGroup; i < (g + 1) * kGroup; ++i) n = std::max(n, taps->count[i]);
+    bool contiguous = true;
+    for (int i = g * kGroup; i < (g + 1) * kGroup; ++i) {
+      n = std::max(n, taps->count[i]);
+      contiguous = contiguous && taps->start[i] == taps->start[g * kGroup] + (i - g * kGroup);
+    }
+    taps->group_contiguous[g] =
+        contiguous && taps->start[(g + 1) * kGroup - 1] + n - 1 <= in_size - 1;
     taps->group_taps[g] = n;
     taps->group_index[g] = static_cast<int32_t>(taps->group_table.size());
     for (int j = 0; j < n; ++j) {

@@ -36,8 +36,12 @@ struct AxisTaps {
   // its table at group_table[group_index[g]]: for each tap j, kTapGroup byte offsets
   // (3 * input index, clamped to the last sample) then kTapGroup weights (0 past a
   // sample's own count). group_last[g]: the largest input index the group reads.
+  // group_contiguous[g]: sample i of the group starts at input start[g * kTapGroup] + i
+  // and no index is clamped, so tap j of the whole group reads kTapGroup consecutive
+  // input samples (common at scales near 1).
   static constexpr int kTapGroup = 16;
   std::vector<int32_t> group_taps;
+  std::vector<uint8_t> group_contiguous;
   std::vector<int32_t> group_index;
   std::vector<int32_t> group_last;
   std::vector<int32_t> group_table;
