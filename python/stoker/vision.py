@@ -178,7 +178,8 @@ def preprocess(images: Sequence[ImageInput], model: str = "qwen2-vl", *,
                checkpoint: str | os.PathLike | None = None,
                exif_transpose: bool = False, alpha_to_white: bool = False,
                size_rule: str = "hf", pillow_pass_order: str = "pillow13",
-               max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS) -> dict[str, np.ndarray]:
+               max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+               out: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Preprocesses images for a Qwen-VL model, like the Hugging Face image processor.
 
     Args:
@@ -205,6 +206,11 @@ def preprocess(images: Sequence[ImageInput], model: str = "qwen2-vl", *,
             images more than 100 times taller than wide that shrink in height) or
             ``"legacy"`` (older Pillow: always horizontal first).
         max_image_pixels: source images with more pixels are refused from their header.
+        out: a writable C-contiguous ``float32`` array ``[rows, 3 * T * P * P]`` with
+            at least as many rows as the images have patches (e.g. a batch buffer reused
+            across calls). The rows are written into its first rows and
+            ``pixel_values`` is that slice of ``out`` (a view, not a copy); nothing is
+            allocated for them. Without it a new array is returned.
 
     Returns:
         ``{"pixel_values": float32 [sum of patches, 3 * T * P * P],
@@ -221,9 +227,14 @@ def preprocess(images: Sequence[ImageInput], model: str = "qwen2-vl", *,
     processor = _processor(config, backend, size_rule, pillow_pass_order,
                            int(max_image_pixels))
     loaded = [_load(item, i) for i, item in enumerate(images)]
+    if out is not None and not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a NumPy float32 array, got {type(out).__name__}")
     pixel_values, grid = processor.preprocess([data for data, _ in loaded],
                                               [name for _, name in loaded],
-                                              bool(exif_transpose), bool(alpha_to_white))
+                                              bool(exif_transpose), bool(alpha_to_white),
+                                              out)
+    if out is not None:
+        pixel_values = out[:pixel_values]
     return {"pixel_values": pixel_values, "image_grid_thw": grid}
 
 

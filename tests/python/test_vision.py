@@ -75,6 +75,30 @@ def test_inputs_bytes_paths_and_arrays_agree(tmp_path):
     assert not np.array_equal(outs[0]["pixel_values"], outs[5]["pixel_values"])
 
 
+def test_out_buffer_receives_the_same_rows():
+    imgs = [RNG.integers(0, 256, (61, 83, 3), dtype=np.uint8), _jpeg(
+        RNG.integers(0, 256, (700, 900, 3), dtype=np.uint8))]  # > 4 MiB: streamed
+    for backend in vision.BACKENDS:
+        want = vision.preprocess(imgs, backend=backend)
+        rows = want["pixel_values"].shape[0]
+        buf = np.full((rows + 5, 1176), 7.0, dtype=np.float32)
+        got = vision.preprocess(imgs, backend=backend, out=buf)
+        np.testing.assert_array_equal(got["pixel_values"], want["pixel_values"])
+        np.testing.assert_array_equal(got["image_grid_thw"], want["image_grid_thw"])
+        assert np.shares_memory(got["pixel_values"], buf)
+        assert (buf[rows:] == 7.0).all()  # rows past the images are left alone
+    with pytest.raises(errors.InvalidArgumentError, match="rows"):
+        vision.preprocess(imgs, out=np.empty((3, 1176), dtype=np.float32))
+    for bad in (np.empty((9999, 1176), dtype=np.float64), np.empty((9999, 1000), np.float32),
+                np.empty((1176, 9999), np.float32).T):
+        with pytest.raises(errors.InvalidArgumentError, match="out must be"):
+            vision.preprocess(imgs, out=bad)
+    read_only = np.empty((9999, 1176), np.float32)
+    read_only.flags.writeable = False
+    with pytest.raises(errors.InvalidArgumentError, match="out must be"):
+        vision.preprocess(imgs, out=read_only)
+
+
 def test_non_contiguous_array_is_accepted():
     img = RNG.integers(0, 256, (60, 90, 3), dtype=np.uint8)
     view = img[:, ::2]

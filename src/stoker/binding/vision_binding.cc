@@ -14,6 +14,7 @@
 #include "stoker/binding/binding_util.h"
 #include "stoker/vision/encoded_image.h"
 #include "stoker/vision/image_processor.h"
+#include "stoker/vision/output_buffer.h"
 #include "stoker/vision/smart_resize.h"
 
 namespace nb = nanobind;
@@ -24,6 +25,7 @@ namespace stoker::binding {
 namespace {
 
 using RgbArray = nb::ndarray<const uint8_t, nb::ndim<3>, nb::c_contig, nb::device::cpu>;
+using RowsArray = nb::ndarray<float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 
 vision::ResizeBackend ParseBackend(const std::string& name) {
   if (name == "torchvision") return vision::ResizeBackend::kTorchvision;
@@ -92,8 +94,19 @@ class VisionProcessor {
 
   // items: bytes or uint8 [H, W, 3] C-contiguous arrays; names: one per item, for errors.
   // Returns (pixel_values float32 [patches, row_length], image_grid_thw int64 [n, 3]).
+  // With `out` (a writable C-contiguous float32 [rows, row_length] array, rows at least
+  // the patches of all images), the rows are written into its first rows instead and
+  // the first element returned is the number of rows written.
   nb::tuple Preprocess(nb::list items, std::vector<std::string> names, bool exif_transpose,
-                       bool alpha_to_white) const {
+                       bool alpha_to_white, nb::object out_object) const {
+    RowsArray out_array;
+    const bool has_out = !out_object.is_none();
+    if (has_out && (!nb::try_cast(out_object, out_array, /*convert=*/false) ||
+                    out_array.shape(1) != static_cast<size_t>(processor_.row_length()))) {
+      Throw(status::InvalidArgument(
+          "out must be a writable C-contiguous float32 array of shape [rows, ",
+          std::to_string(processor_.row_length()), "]"));
+    }
     const size_t n = nb::len(items);
     if (names.size() != n) Throw(status::InvalidArgument("one name per image expected"));
     std::vector<Input> inputs(n);
@@ -143,14 +156,20 @@ class VisionProcessor {
     }
     if (!failure.ok()) Throw(failure);
 
+    if (has_out && out_array.shape(0) < static_cast<size_t>(total_rows)) {
+      Throw(status::InvalidArgument("out has ", std::to_string(out_array.shape(0)),
+                                    " rows, the images need ", std::to_string(total_rows)));
+    }
+
     // Phase 2: one output allocation (left uninitialised: every float is written
-    // below), then each image writes its rows in place.
-    std::shared_ptr<float[]> values(new float[static_cast<size_t>(total_rows * row)]);
+    // below), or the caller's array, then each image writes its rows in place.
+    std::shared_ptr<float> values;
+    if (!has_out) values = vision::AllocateOutput(static_cast<size_t>(total_rows * row));
     auto grid = std::make_shared<std::vector<int64_t>>(n * 3);
     {
       nb::gil_scoped_release release;
       vision::VisionScratch& scratch = ThreadScratch();
-      float* out = values.get();
+      float* out = has_out ? out_array.data() : values.get();
       for (size_t i = 0; i < n; ++i) {
         const vision::ImagePlan& plan = plans[i];
         const size_t count = static_cast<size_t>(plan.num_patches() * row);
@@ -175,18 +194,22 @@ class VisionProcessor {
     }
     if (!failure.ok()) Throw(failure);
 
-    TensorView pv;
-    pv.data = values.get();
-    pv.dtype = DType::kFloat32;
-    pv.ndim = 2;
-    pv.shape = {total_rows, row, 0, 0};
-    pv.owner = values;
     TensorView thw;
     thw.data = grid->data();
     thw.dtype = DType::kInt64;
     thw.ndim = 2;
     thw.shape = {static_cast<int64_t>(n), 3, 0, 0};
     thw.owner = grid;
+    if (has_out) {
+      return nb::make_tuple(nb::int_(total_rows),
+                            ExportTensor(std::move(thw), Framework::kNumpy));
+    }
+    TensorView pv;
+    pv.data = values.get();
+    pv.dtype = DType::kFloat32;
+    pv.ndim = 2;
+    pv.shape = {total_rows, row, 0, 0};
+    pv.owner = values;
     return nb::make_tuple(ExportTensor(std::move(pv), Framework::kNumpy),
                           ExportTensor(std::move(thw), Framework::kNumpy));
   }
@@ -246,7 +269,7 @@ void RegisterVision(nb::module_& m) {
       .def("plan_size", &VisionProcessor::PlanSize, "height"_a, "width"_a)
       .def("plan_encoded", &VisionProcessor::PlanEncoded, "data"_a, "exif_transpose"_a)
       .def("preprocess", &VisionProcessor::Preprocess, "items"_a, "names"_a,
-           "exif_transpose"_a, "alpha_to_white"_a);
+           "exif_transpose"_a, "alpha_to_white"_a, "out"_a = nb::none());
   m.def("smart_resize", &SmartResizeBinding, "height"_a, "width"_a, "factor"_a,
         "min_pixels"_a, "max_pixels"_a, "rule"_a);
 }

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+
 namespace stoker::vision {
 
 namespace {
@@ -12,6 +13,10 @@ namespace {
 constexpr std::array<double, 3> kClipMean = {0.48145466, 0.4578275, 0.40821073};
 constexpr std::array<double, 3> kClipStd = {0.26862954, 0.26130258, 0.27577711};
 constexpr int kChannels = 3;
+
+// Outputs at least this large are written with non-temporal stores: they do not fit
+// in cache anyway, and streaming them saves reading every line before writing it.
+constexpr size_t kStreamMinBytes = size_t{4} << 20;
 
 }  // namespace
 
@@ -74,6 +79,21 @@ float NormalizeFast(uint8_t v, double rescale_factor, double mean, double std) {
 }
 
 ImageProcessor::ImageProcessor(const ProcessorConfig& config) : config_(config) {
+  // The float32 operands of each path's formula: the fast path subtracts and divides by
+  // mean and std scaled by 1 / rescale_factor; the slow path rescales first, which
+  // equals a float32 division by 1 / rescale_factor when the check below says so.
+  const float inverse = static_cast<float>(1.0 / config.rescale_factor);
+  for (int c = 0; c < kChannels; ++c) {
+    if (config.backend == ResizeBackend::kPillow) {
+      formula_.divisor = inverse;
+      formula_.mean[c] = static_cast<float>(config.image_mean[c]);
+      formula_.std[c] = static_cast<float>(config.image_std[c]);
+    } else {
+      formula_.mean[c] = static_cast<float>(config.image_mean[c]) * inverse;
+      formula_.std[c] = static_cast<float>(config.image_std[c]) * inverse;
+    }
+  }
+  formula_exact_ = true;
   for (int c = 0; c < kChannels; ++c) {
     for (int v = 0; v < 256; ++v) {
       const auto byte = static_cast<uint8_t>(v);
@@ -82,6 +102,8 @@ ImageProcessor::ImageProcessor(const ProcessorConfig& config) : config_(config) 
                                        config.image_std[c])
                        : NormalizeFast(byte, config.rescale_factor, config.image_mean[c],
                                        config.image_std[c]);
+      const float simd = formula_.Apply(c, byte);
+      if (std::memcmp(&simd, &lut_[c][v], sizeof(float)) != 0) formula_exact_ = false;
     }
   }
 }
@@ -142,36 +164,43 @@ Result<ImagePlan> ImageProcessor::Plan(int64_t height, int64_t width) const {
 //   r = ((bh*Wb + bw)*m + mh)*m + mw,   q = ((c*T + tp)*P + py)*P + px
 // (Hugging Face's reshape [T, C, Hb, m, P, Wb, m, P] -> permute -> flatten, in closed
 // form). Every temporal copy is the same image, so each P x P block is written T times.
-void ImageProcessor::WritePatches(const ImagePlan& plan, const uint8_t* resized,
-                                  float* out) const {
+// The rows of one block row bh come from the m * P resized rows in `band` and are
+// consecutive in `out`. With `stream`, each row is built in `row` (cache) and stored
+// to `out` with non-temporal stores, so the output never passes through the cache.
+void ImageProcessor::WriteBlockRow(const ImagePlan& plan, const uint8_t* band, float* out,
+                                   bool stream, float* row) const {
   const int64_t p = config_.patch_size;
   const int64_t m = config_.merge_size;
   const int64_t t = config_.temporal_patch_size;
-  const int64_t hb = plan.grid_h / m;
   const int64_t wb = plan.grid_w / m;
   const size_t stride = static_cast<size_t>(plan.resized_width) * kChannels;
   const size_t block = static_cast<size_t>(p * p);
-  for (int64_t bh = 0; bh < hb; ++bh) {
-    for (int64_t bw = 0; bw < wb; ++bw) {
-      for (int64_t mh = 0; mh < m; ++mh) {
-        for (int64_t mw = 0; mw < m; ++mw) {
-          const int64_t y0 = (bh * m + mh) * p;
-          const int64_t x0 = (bw * m + mw) * p;
-          for (int c = 0; c < kChannels; ++c) {
-            const std::array<float, 256>& lut = lut_[c];
-            float* first = out + static_cast<size_t>(c * t) * block;
-            float* dst = first;
-            for (int64_t py = 0; py < p; ++py) {
-              const uint8_t* src = resized + stride * (y0 + py) + x0 * kChannels + c;
-              for (int64_t px = 0; px < p; ++px) dst[px] = lut[src[px * kChannels]];
-              dst += p;
-            }
-            for (int64_t tp = 1; tp < t; ++tp) {
-              std::memcpy(first + tp * block, first, block * sizeof(float));
-            }
+  const size_t length = static_cast<size_t>(row_length());
+  if (formula_exact_ &&
+      WritePatchRowsSimd(band, stride, wb, static_cast<int>(m), static_cast<int>(p),
+                         static_cast<int>(t), formula_, out, stream, row)) {
+    return;
+  }
+  for (int64_t bw = 0; bw < wb; ++bw) {
+    for (int64_t mh = 0; mh < m; ++mh) {
+      for (int64_t mw = 0; mw < m; ++mw) {
+        const uint8_t* origin = band + stride * (mh * p) + (bw * m + mw) * p * kChannels;
+        float* dst_row = stream ? row : out;
+        for (int c = 0; c < kChannels; ++c) {
+          const std::array<float, 256>& lut = lut_[c];
+          float* first = dst_row + static_cast<size_t>(c * t) * block;
+          float* dst = first;
+          for (int64_t py = 0; py < p; ++py) {
+            const uint8_t* src = origin + stride * py + c;
+            for (int64_t px = 0; px < p; ++px) dst[px] = lut[src[px * kChannels]];
+            dst += p;
           }
-          out += row_length();
+          for (int64_t tp = 1; tp < t; ++tp) {
+            std::memcpy(first + tp * block, first, block * sizeof(float));
+          }
         }
+        if (stream) StreamFloats(row, length, out);
+        out += length;
       }
     }
   }
@@ -191,19 +220,29 @@ Status ImageProcessor::Run(const ImagePlan& plan, std::span<const uint8_t> rgb,
     return status::InvalidArgument("output has room for ", std::to_string(out.size()),
                                    " floats, the image needs ", std::to_string(out_floats));
   }
-  const uint8_t* resized = rgb.data();
-  if (plan.resized_height != plan.height || plan.resized_width != plan.width) {
-    scratch.resized.resize(static_cast<size_t>(plan.resized_height * plan.resized_width) *
-                           kChannels);
-    ResizeOptions options;
-    options.backend = config_.backend;
-    options.pillow_order = config_.pillow_order;
-    ResizeRgb(rgb.data(), static_cast<int>(plan.width), static_cast<int>(plan.height),
-              scratch.resized.data(), static_cast<int>(plan.resized_width),
-              static_cast<int>(plan.resized_height), options, scratch.resize);
-    resized = scratch.resized.data();
+  // The resize runs one block row (m * P resized rows) at a time, and each band is
+  // patchified while it is in cache: no resized image goes through memory.
+  ResizeOptions options;
+  options.backend = config_.backend;
+  options.pillow_order = config_.pillow_order;
+  RowResizer resizer;
+  resizer.Start(rgb.data(), static_cast<int>(plan.width), static_cast<int>(plan.height),
+                static_cast<int>(plan.resized_width), static_cast<int>(plan.resized_height),
+                options, scratch.resize);
+  const bool stream = out_floats * sizeof(float) >= kStreamMinBytes;
+  if (stream) scratch.row.resize(static_cast<size_t>(row_length()));
+  const int64_t band_rows = config_.patch_size * config_.merge_size;
+  const size_t block_row_floats =
+      static_cast<size_t>(plan.grid_w / config_.merge_size * config_.merge_size *
+                          config_.merge_size * row_length());
+  float* dst = out.data();
+  for (int64_t y = 0; y < plan.resized_height; y += band_rows) {
+    const uint8_t* band =
+        resizer.Rows(static_cast<int>(y), static_cast<int>(y + band_rows));
+    WriteBlockRow(plan, band, dst, stream, scratch.row.data());
+    dst += block_row_floats;
   }
-  WritePatches(plan, resized, out.data());
+  if (stream) StreamFence();
   return Status::OK();
 }
 

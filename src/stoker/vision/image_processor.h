@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "stoker/core/status.h"
+#include "stoker/vision/patchify.h"
 #include "stoker/vision/resize.h"
 #include "stoker/vision/smart_resize.h"
 
@@ -75,7 +76,7 @@ struct ImagePlan {
 // Memory one thread reuses across images.
 struct VisionScratch {
   ResizeScratch resize;
-  std::vector<uint8_t> resized;     // resized RGB image
+  std::vector<float> row;           // one pixel_values row, built in cache
   std::vector<uint8_t> decoded;     // decoded source (encoded-input path)
   std::vector<uint8_t> oriented;    // after EXIF transpose or alpha compositing
 };
@@ -102,13 +103,22 @@ class ImageProcessor {
   // The normalised float for channel c and byte value v (the whole of rescale +
   // normalise, precomputed with the numerics of the configured backend).
   float NormalizedValue(int c, uint8_t v) const { return lut_[c][v]; }
+  // Whether the SIMD arithmetic (NormalizeFormula) reproduces NormalizedValue for every
+  // channel and byte, so Run may use it (otherwise Run looks values up in the table).
+  bool normalize_formula_exact() const { return formula_exact_; }
 
  private:
   explicit ImageProcessor(const ProcessorConfig& config);
-  void WritePatches(const ImagePlan& plan, const uint8_t* resized, float* out) const;
+  // Writes the rows of block row `bh` (m * P resized rows starting at `band`).
+  void WriteBlockRow(const ImagePlan& plan, const uint8_t* band, float* out, bool stream,
+                     float* row) const;
 
   ProcessorConfig config_;
   std::array<std::array<float, 256>, 3> lut_{};
+  // The same values as arithmetic for the SIMD path; used only when it reproduces
+  // lut_ exactly for every channel and byte (checked in the constructor).
+  NormalizeFormula formula_;
+  bool formula_exact_ = false;
 };
 
 // Rescale + normalise of one byte value, as Hugging Face computes it:

@@ -1,6 +1,7 @@
 #include "stoker/vision/image_processor.h"
 
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <random>
 #include <vector>
@@ -95,6 +96,83 @@ TEST(ImageProcessorTest, PatchLayoutMatchesReshapeTranspose) {
                     ASSERT_EQ(out[idx], want) << "element " << idx;
                   }
     EXPECT_EQ(idx, out.size());
+  }
+}
+
+// Run (banded resize, patchify, streaming stores for large outputs) against the plain
+// composition: whole-image scalar reference resize, then the closed-form layout.
+void ExpectRunEqualsWholeImageReference() {
+  std::mt19937 rng(11);
+  struct Case { int h, w; };
+  // Shrinks, grows, one axis only, unchanged, and one large enough (> 4 MiB of
+  // output) for the streaming stores.
+  const std::vector<Case> cases = {{97, 131}, {30, 500}, {56, 84}, {56, 61}, {45, 84},
+                                   {431, 470}};
+  for (ResizeBackend backend : {ResizeBackend::kTorchvision, ResizeBackend::kPillow}) {
+    for (ModelFamily family : {ModelFamily::kQwen2Vl, ModelFamily::kQwen3Vl}) {
+      ProcessorConfig c = DefaultProcessorConfig(family);
+      c.min_pixels = 0;
+      c.backend = backend;
+      auto p = ImageProcessor::Make(c);
+      ASSERT_TRUE(p.ok());
+      VisionScratch scratch;
+      for (const Case& k : cases) {
+        SCOPED_TRACE(testing::Message() << k.w << "x" << k.h << " backend "
+                                        << static_cast<int>(backend));
+        std::vector<uint8_t> img(static_cast<size_t>(k.h) * k.w * 3);
+        for (auto& v : img) v = static_cast<uint8_t>(rng() % 7 == 0 ? 255 * (rng() % 2) : rng());
+        auto plan = p->Plan(k.h, k.w);
+        ASSERT_TRUE(plan.ok());
+        const int rh = static_cast<int>(plan->resized_height);
+        const int rw = static_cast<int>(plan->resized_width);
+        std::vector<uint8_t> resized(static_cast<size_t>(rh) * rw * 3);
+        ResizeScratch rs;
+        ResizeOptions options{backend, c.pillow_order, /*force_scalar=*/true};
+        ResizeRgb(img.data(), k.w, k.h, resized.data(), rw, rh, options, rs);
+        std::vector<float> out(plan->num_patches() * p->row_length());
+        ASSERT_TRUE(p->Run(*plan, img, out, scratch).ok());
+        const int P = c.patch_size, m = c.merge_size, T = c.temporal_patch_size;
+        const int wb = rw / P / m;
+        size_t idx = 0;
+        for (int r = 0; r < plan->num_patches(); ++r) {
+          const int mw = r % m, mh = (r / m) % m, bw = (r / m / m) % wb, bh = r / m / m / wb;
+          for (int ch = 0; ch < 3; ++ch)
+            for (int tp = 0; tp < T; ++tp)
+              for (int py = 0; py < P; ++py)
+                for (int px = 0; px < P; ++px, ++idx) {
+                  const int y = (bh * m + mh) * P + py, x = (bw * m + mw) * P + px;
+                  const float want = p->NormalizedValue(ch, resized[(y * rw + x) * 3 + ch]);
+                  ASSERT_EQ(out[idx], want) << "element " << idx;
+                }
+        }
+        EXPECT_EQ(idx, out.size());
+      }
+    }
+  }
+}
+
+TEST(ImageProcessorTest, RunEqualsWholeImageReference) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    SCOPED_TRACE(testing::Message() << "Highway target " << hwy::TargetName(target));
+    hwy::SetSupportedTargetsForTest(target);
+    ExpectRunEqualsWholeImageReference();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// The SIMD normalisation formula is exact (checked on all 256 values) for the shipped
+// configurations of both paths, so they never fall back to the lookup table.
+TEST(ImageProcessorTest, NormalizeFormulaIsExactForPublishedConfigs) {
+  for (ModelFamily family : {ModelFamily::kQwen2Vl, ModelFamily::kQwen25Vl,
+                             ModelFamily::kQwen3Vl}) {
+    for (ResizeBackend backend : {ResizeBackend::kTorchvision, ResizeBackend::kPillow}) {
+      ProcessorConfig c = DefaultProcessorConfig(family);
+      c.backend = backend;
+      auto p = ImageProcessor::Make(c);
+      ASSERT_TRUE(p.ok());
+      EXPECT_TRUE(p->normalize_formula_exact())
+          << ModelFamilyName(family) << " backend " << static_cast<int>(backend);
+    }
   }
 }
 

@@ -111,6 +111,38 @@ void PlanAxis(ResizeBackend backend, int in_size, int out_size, AxisTaps* taps) 
     if (!pillow) v = static_cast<int16_t>(v);
     taps->weights[k] = v;
   }
+
+  constexpr int kGroup = AxisTaps::kTapGroup;
+  const int groups = out_size / kGroup;  // a partial last group runs the scalar loop
+  taps->group_taps.resize(groups);
+  taps->group_index.resize(groups);
+  taps->group_last.resize(groups);
+  taps->group_contiguous.resize(groups);
+  taps->group_table.clear();
+  for (int g = 0; g < groups; ++g) {
+    int n = 0, last = 0;
+    bool contiguous = true;
+    for (int i = g * kGroup; i < (g + 1) * kGroup; ++i) {
+      n = std::max(n, taps->count[i]);
+      contiguous = contiguous && taps->start[i] == taps->start[g * kGroup] + (i - g * kGroup);
+    }
+    taps->group_contiguous[g] =
+        contiguous && taps->start[(g + 1) * kGroup - 1] + n - 1 <= in_size - 1;
+    taps->group_taps[g] = n;
+    taps->group_index[g] = static_cast<int32_t>(taps->group_table.size());
+    for (int j = 0; j < n; ++j) {
+      for (int i = g * kGroup; i < (g + 1) * kGroup; ++i) {
+        const int index = std::min(taps->start[i] + j, in_size - 1);
+        last = std::max(last, index);
+        taps->group_table.push_back(index * 3);
+      }
+      for (int i = g * kGroup; i < (g + 1) * kGroup; ++i) {
+        taps->group_table.push_back(
+            j < taps->count[i] ? taps->weights[static_cast<size_t>(i) * max_taps + j] : 0);
+      }
+    }
+    taps->group_last[g] = last;
+  }
 }
 
 void HorizontalPassScalar(const uint8_t* src, int rows, int channels, const AxisTaps& taps,
@@ -137,14 +169,19 @@ void HorizontalPassScalar(const uint8_t* src, int rows, int channels, const Axis
 
 void VerticalPassScalar(const uint8_t* src, int width, int channels, const AxisTaps& taps,
                         uint8_t* dst) {
+  VerticalPassRowsScalar(src, width, channels, taps, 0, taps.out_size, dst);
+}
+
+void VerticalPassRowsScalar(const uint8_t* src, int width, int channels,
+                            const AxisTaps& taps, int y_begin, int y_end, uint8_t* dst) {
   const int precision = taps.precision;
   const int32_t bias = int32_t{1} << (precision - 1);
   const size_t stride = static_cast<size_t>(width) * channels;
-  for (int y = 0; y < taps.out_size; ++y) {
+  for (int y = y_begin; y < y_end; ++y) {
     const int32_t* k = &taps.weights[static_cast<size_t>(y) * taps.max_taps];
     const uint8_t* in = src + stride * taps.start[y];
     const int n = taps.count[y];
-    uint8_t* out = dst + stride * y;
+    uint8_t* out = dst + stride * (y - y_begin);
     for (size_t i = 0; i < stride; ++i) {
       int32_t acc = bias;
       for (int j = 0; j < n; ++j) acc += static_cast<int32_t>(in[stride * j + i]) * k[j];
@@ -200,6 +237,63 @@ void ResizeRgb(const uint8_t* src, int width, int height, uint8_t* dst, int out_
   scratch.intermediate.resize(static_cast<size_t>(out_width) * height * kChannels);
   horizontal(src, height, kChannels, scratch.horizontal, scratch.intermediate.data());
   vertical(scratch.intermediate.data(), out_width, kChannels, scratch.vertical, dst);
+}
+
+void RowResizer::Start(const uint8_t* src, int width, int height, int out_width,
+                       int out_height, const ResizeOptions& options, ResizeScratch& scratch) {
+  src_ = src;
+  width_ = width;
+  height_ = height;
+  out_width_ = out_width;
+  out_height_ = out_height;
+  need_h_ = out_width != width;
+  need_v_ = out_height != height;
+  force_scalar_ = options.force_scalar;
+  vertical_first_ = need_h_ && need_v_ && options.backend == ResizeBackend::kPillow &&
+                    PillowVerticalFirst(options.pillow_order, width, height, out_width,
+                                        out_height);
+  h_rows_done_ = 0;
+  scratch_ = &scratch;
+  if (need_h_) PlanAxis(options.backend, width, out_width, &scratch.horizontal);
+  if (need_v_) PlanAxis(options.backend, height, out_height, &scratch.vertical);
+  if (need_h_ && need_v_ && !vertical_first_) {
+    scratch.intermediate.resize(static_cast<size_t>(out_width) * height * 3);
+  }
+}
+
+const uint8_t* RowResizer::Rows(int y_begin, int y_end) {
+  constexpr int kChannels = 3;
+  const size_t in_stride = static_cast<size_t>(width_) * kChannels;
+  const size_t out_stride = static_cast<size_t>(out_width_) * kChannels;
+  const int rows = y_end - y_begin;
+  if (!need_h_ && !need_v_) return src_ + out_stride * y_begin;
+  auto horizontal = force_scalar_ ? HorizontalPassScalar : HorizontalPass;
+  auto vertical = force_scalar_ ? VerticalPassRowsScalar : VerticalPassRows;
+  ResizeScratch& s = *scratch_;
+  if (s.band.size() < out_stride * rows) s.band.resize(out_stride * rows);
+  uint8_t* band = s.band.data();
+  if (!need_v_) {
+    horizontal(src_ + in_stride * y_begin, rows, kChannels, s.horizontal, band);
+  } else if (!need_h_) {
+    vertical(src_, width_, kChannels, s.vertical, y_begin, y_end, band);
+  } else if (vertical_first_) {
+    if (s.band_source.size() < in_stride * rows) s.band_source.resize(in_stride * rows);
+    vertical(src_, width_, kChannels, s.vertical, y_begin, y_end, s.band_source.data());
+    horizontal(s.band_source.data(), rows, kChannels, s.horizontal, band);
+  } else {
+    // Resize horizontally every input row up to the last one these output rows read.
+    int needed = h_rows_done_;
+    for (int y = y_begin; y < y_end; ++y) {
+      needed = std::max(needed, s.vertical.start[y] + s.vertical.count[y]);
+    }
+    if (needed > h_rows_done_) {
+      horizontal(src_ + in_stride * h_rows_done_, needed - h_rows_done_, kChannels,
+                 s.horizontal, s.intermediate.data() + out_stride * h_rows_done_);
+      h_rows_done_ = needed;
+    }
+    vertical(s.intermediate.data(), out_width_, kChannels, s.vertical, y_begin, y_end, band);
+  }
+  return band;
 }
 
 }  // namespace stoker::vision

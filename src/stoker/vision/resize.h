@@ -31,6 +31,20 @@ struct AxisTaps {
   std::vector<int32_t> start;
   std::vector<int32_t> count;
   std::vector<int32_t> weights;
+  // The same taps regrouped for the SIMD horizontal pass: output samples in groups of
+  // kTapGroup; group g has group_taps[g] taps (the most any of its samples has) and
+  // its table at group_table[group_index[g]]: for each tap j, kTapGroup byte offsets
+  // (3 * input index, clamped to the last sample) then kTapGroup weights (0 past a
+  // sample's own count). group_last[g]: the largest input index the group reads.
+  // group_contiguous[g]: sample i of the group starts at input start[g * kTapGroup] + i
+  // and no index is clamped, so tap j of the whole group reads kTapGroup consecutive
+  // input samples (common at scales near 1).
+  static constexpr int kTapGroup = 16;
+  std::vector<int32_t> group_taps;
+  std::vector<uint8_t> group_contiguous;
+  std::vector<int32_t> group_index;
+  std::vector<int32_t> group_last;
+  std::vector<int32_t> group_table;
 };
 
 // Computes the taps for resizing `in_size` samples to `out_size` (both >= 1).
@@ -49,6 +63,12 @@ void HorizontalPass(const uint8_t* src, int rows, int channels, const AxisTaps& 
                     uint8_t* dst);
 void VerticalPass(const uint8_t* src, int width, int channels, const AxisTaps& taps,
                   uint8_t* dst);
+// The vertical pass for output rows [y_begin, y_end) only, written from `dst` on
+// (row y_begin lands in dst's first row). `src` is the whole input image.
+void VerticalPassRowsScalar(const uint8_t* src, int width, int channels,
+                            const AxisTaps& taps, int y_begin, int y_end, uint8_t* dst);
+void VerticalPassRows(const uint8_t* src, int width, int channels, const AxisTaps& taps,
+                      int y_begin, int y_end, uint8_t* dst);
 
 // Which of Pillow's two passes runs first when both are needed. The intermediate image
 // is rounded to uint8, so the order is part of the result. Ignored by kTorchvision
@@ -76,16 +96,42 @@ struct ResizeOptions {
   bool force_scalar = false;
 };
 
-// Reusable memory for ResizeRgb; grows to the largest image seen, never shrinks.
+// Reusable memory for ResizeRgb and RowResizer; grows to the largest image seen, never
+// shrinks.
 struct ResizeScratch {
   AxisTaps horizontal;
   AxisTaps vertical;
   std::vector<uint8_t> intermediate;
+  std::vector<uint8_t> band;         // RowResizer: the rows handed out
+  std::vector<uint8_t> band_source;  // RowResizer, vertical first: rows before the
+                                     // horizontal pass
 };
 
 // Resizes an RGB image (height x width x 3, rows packed) into `dst` (out_height x
 // out_width x 3). Copies when the size is unchanged. Requires all sizes >= 1.
 void ResizeRgb(const uint8_t* src, int width, int height, uint8_t* dst, int out_width,
                int out_height, const ResizeOptions& options, ResizeScratch& scratch);
+
+// The same resize (same bytes as ResizeRgb) handed out a band of output rows at a time,
+// so that a consumer reads each band while it is still in cache instead of streaming a
+// whole resized image through memory. With horizontal-first order the horizontal pass
+// runs lazily, only up to the last input row the current band's vertical taps read.
+// An unchanged size hands out the source rows themselves (no copy).
+class RowResizer {
+ public:
+  // `src` must outlive the resizer's use; `scratch` is borrowed until the next Start.
+  void Start(const uint8_t* src, int width, int height, int out_width, int out_height,
+             const ResizeOptions& options, ResizeScratch& scratch);
+  // Output rows [y_begin, y_end), packed (out_width * 3 bytes per row). Calls must ask
+  // for increasing, non-overlapping ranges; the pointer is valid until the next call.
+  const uint8_t* Rows(int y_begin, int y_end);
+
+ private:
+  const uint8_t* src_ = nullptr;
+  int width_ = 0, height_ = 0, out_width_ = 0, out_height_ = 0;
+  bool need_h_ = false, need_v_ = false, vertical_first_ = false, force_scalar_ = false;
+  int h_rows_done_ = 0;  // horizontal-first: input rows already resized horizontally
+  ResizeScratch* scratch_ = nullptr;
+};
 
 }  // namespace stoker::vision

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -176,6 +177,72 @@ TEST(ResizeTest, SimdEqualsScalarOnRandomImages) {
     ExpectSimdEqualsScalar(static_cast<uint32_t>(1234 + target % 1000), 150);
   }
   hwy::SetSupportedTargetsForTest(0);  // back to what the CPU supports
+}
+
+// The SIMD horizontal pass on its own, for widths with many full groups of taps and
+// row counts down to one (the last row must not read past the end of the image), at
+// up- and downscales from about 1/5 to 5.
+TEST(ResizeTest, SimdHorizontalPassEqualsScalar) {
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  for (int64_t target : targets) {
+    SCOPED_TRACE(testing::Message() << "Highway target " << hwy::TargetName(target));
+    hwy::SetSupportedTargetsForTest(target);
+    std::mt19937 rng(static_cast<uint32_t>(99 + target % 1000));
+    for (int iter = 0; iter < 60; ++iter) {
+      const int w = 1 + static_cast<int>(rng() % 700);
+      const int rows = 1 + static_cast<int>(rng() % 4);
+      // Every other case near scale 1 (a few columns more or fewer), where groups of
+      // output pixels read consecutive inputs and take the gather-free path.
+      const double scale = 0.2 + (rng() % 1000) / 1000.0 * 4.8;
+      const int ow = iter % 2 ? std::max(1, w + static_cast<int>(rng() % 9) - 4)
+                              : std::max(1, static_cast<int>(w * scale));
+      std::vector<uint8_t> src(static_cast<size_t>(w) * rows * 3);
+      for (auto& v : src) v = (rng() % 4 == 0) ? static_cast<uint8_t>((rng() % 2) * 255)
+                                              : static_cast<uint8_t>(rng());
+      for (ResizeBackend backend : {ResizeBackend::kPillow, ResizeBackend::kTorchvision}) {
+        AxisTaps taps;
+        PlanAxis(backend, w, ow, &taps);
+        std::vector<uint8_t> a(static_cast<size_t>(ow) * rows * 3), b(a.size());
+        HorizontalPassScalar(src.data(), rows, 3, taps, a.data());
+        HorizontalPass(src.data(), rows, 3, taps, b.data());
+        ASSERT_EQ(a, b) << w << " -> " << ow << " x " << rows << " rows";
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// RowResizer hands out exactly ResizeRgb's rows, whatever the band heights, for both
+// backends and both of Pillow's pass orders, with and without SIMD.
+TEST(ResizeTest, RowResizerBandsEqualWholeResize) {
+  std::mt19937 rng(4321);
+  ResizeScratch whole_scratch, band_scratch;
+  for (int iter = 0; iter < 120; ++iter) {
+    const int w = 1 + static_cast<int>(rng() % 200);
+    const int h = 1 + static_cast<int>(rng() % 200);
+    const int ow = (iter % 5 == 0) ? w : 1 + static_cast<int>(rng() % 220);
+    const int oh = (iter % 7 == 0) ? h : 1 + static_cast<int>(rng() % 220);
+    std::vector<uint8_t> src(static_cast<size_t>(w) * h * 3);
+    for (auto& v : src) v = static_cast<uint8_t>(rng());
+    for (ResizeBackend backend : {ResizeBackend::kPillow, ResizeBackend::kTorchvision}) {
+      for (bool scalar : {true, false}) {
+        ResizeOptions options{backend, PillowPassOrder::kReductionBased, scalar};
+        std::vector<uint8_t> want(static_cast<size_t>(ow) * oh * 3), got(want.size());
+        ResizeRgb(src.data(), w, h, want.data(), ow, oh, options, whole_scratch);
+        RowResizer resizer;
+        resizer.Start(src.data(), w, h, ow, oh, options, band_scratch);
+        const size_t stride = static_cast<size_t>(ow) * 3;
+        for (int y = 0; y < oh;) {
+          const int y_end = std::min(oh, y + 1 + static_cast<int>(rng() % 40));
+          const uint8_t* rows = resizer.Rows(y, y_end);
+          std::copy(rows, rows + stride * (y_end - y), got.begin() + stride * y);
+          y = y_end;
+        }
+        ASSERT_EQ(want, got) << w << "x" << h << " -> " << ow << "x" << oh
+                             << (scalar ? " scalar" : " simd");
+      }
+    }
+  }
 }
 
 }  // namespace
