@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from stoker import _stoker
 from stoker.codec import DEFAULT_MAX_IMAGE_PIXELS
+from stoker.io import ObjectStore
 from stoker.model_inputs import ModelInputs
 from stoker.sources import Source, as_sources, integer_weights
 
@@ -153,6 +154,11 @@ class Loader:
             headers and then waits, undecoded, until the trainer takes earlier batches;
             the next batch due always proceeds, so a single batch larger than the
             budget still passes. Default 4 GiB.
+        storage: a :class:`stoker.io.ObjectStore` to read images through: references
+            (or a source's ``image_root``) may then be ``s3://bucket/key`` or
+            ``http(s)://`` URIs, fetched with its retries, timeouts and URI policy, and
+            local paths must lie under the store's own ``image_root``. ``stats()``
+            gains its ``io`` counters. Without it images are local files.
     """
 
     def __init__(
@@ -178,7 +184,11 @@ class Loader:
         index_cache_dir: str | os.PathLike[str] | None = None,
         model_inputs: ModelInputs | None = None,
         max_prefetch_bytes: int | None = 4 << 30,
+        storage: ObjectStore | None = None,
     ) -> None:
+        if storage is not None and not isinstance(storage, ObjectStore):
+            raise TypeError(f"storage must be a stoker.io.ObjectStore, "
+                            f"got {type(storage).__name__}")
         if model_inputs is not None and not isinstance(model_inputs, ModelInputs):
             raise TypeError(f"model_inputs must be a stoker.ModelInputs, "
                             f"got {type(model_inputs).__name__}")
@@ -221,7 +231,8 @@ class Loader:
             int(max_consecutive_errors), int(max_image_pixels), int(buffer_pool_bytes),
             os.fspath(index_cache_dir),
             None if model_inputs is None else model_inputs._native,
-            int(max_prefetch_bytes or 0))
+            int(max_prefetch_bytes or 0),
+            None if storage is None else storage._native)
         self._order["sources"] = [
             {"name": s.name, "weight": s.weight, "repeat": s.repeat,
              "files": [[os.path.basename(path), size, n] for path, size, n, _ in info["files"]]}
@@ -381,7 +392,8 @@ class Loader:
         (``wall_s``) and their ratio, the **wait ratio**. ``samples``: delivered and
         skipped counts, and with ``max_length`` the samples ``truncated`` and
         ``dropped_overlong`` (replaced under ``overlong="drop"``); ``recent_skips``: the latest skipped samples and why.
-        ``buffer_pool``: pixel memory reuse.
+        ``buffer_pool``: pixel memory reuse. ``io`` (with ``storage``): the object
+        store's requests, bytes, retries by reason and latency histograms.
         """
         return self._require_engine().stats()
 

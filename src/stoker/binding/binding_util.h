@@ -25,6 +25,10 @@ struct ProcessorConfig;
 namespace stoker::pipeline {
 class SampleProcessor;
 }
+namespace stoker::io {
+class ObjectStore;
+struct IoMetrics;
+}
 
 namespace stoker::binding {
 
@@ -36,6 +40,8 @@ std::shared_ptr<const text::Tokenizer> TokenizerFromPython(nb::handle tokenizer)
 vision::ProcessorConfig VisionConfigFromPython(nb::handle processor);             // vision
 std::shared_ptr<const pipeline::SampleProcessor> ModelInputsFromPython(
     nb::handle model_inputs);  // model_inputs_binding.cc
+std::shared_ptr<io::ObjectStore> StoreFromPython(nb::handle store);  // io_binding.cc
+nb::dict IoMetricsToPython(const io::IoMetrics& metrics);          // io_binding.cc
 
 // Carries a Status (and the sample it belongs to) from C++ to the translator.
 struct StatusError : std::exception {

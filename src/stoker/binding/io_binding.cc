@@ -145,33 +145,9 @@ class PyObjectStore {
     return out;
   }
 
-  nb::dict Stats() const {
-    const io::IoMetrics m = store_->Metrics();
-    nb::dict d;
-    d["reads_ok"] = m.reads_ok;
-    d["reads_failed"] = m.reads_failed;
-    d["requests"] = m.requests;
-    d["bytes"] = m.bytes;
-    d["retries"] = m.retries;
-    d["resumed"] = m.resumed;
-    d["budget_exhausted"] = m.budget_exhausted;
-    d["in_flight"] = m.in_flight;
-    d["bytes_in_flight"] = m.bytes_in_flight;
-    nb::dict by_reason, errors;
-    for (const auto& [k, v] : m.retries_by_reason) by_reason[k.c_str()] = v;
-    for (const auto& [k, v] : m.errors_by_reason) errors[k.c_str()] = v;
-    d["retries_by_reason"] = by_reason;
-    d["errors_by_reason"] = errors;
-    nb::list bounds;
-    for (double b : io::IoMetrics::kLatencyBoundsMs) bounds.append(b);
-    d["latency_bounds_ms"] = bounds;
-    nb::list ttfb, total;
-    for (uint64_t c : m.ttfb_ms) ttfb.append(c);
-    for (uint64_t c : m.total_ms) total.append(c);
-    d["ttfb_ms_histogram"] = ttfb;
-    d["total_ms_histogram"] = total;
-    return d;
-  }
+  nb::dict Stats() const { return IoMetricsToPython(store_->Metrics()); }
+
+  const std::shared_ptr<io::ObjectStore>& store() const { return store_; }
 
   std::string Repr() const { return store_->ToString(); }
 
@@ -180,6 +156,37 @@ class PyObjectStore {
 };
 
 }  // namespace
+
+nb::dict IoMetricsToPython(const io::IoMetrics& m) {
+  nb::dict d;
+  d["reads_ok"] = m.reads_ok;
+  d["reads_failed"] = m.reads_failed;
+  d["requests"] = m.requests;
+  d["bytes"] = m.bytes;
+  d["retries"] = m.retries;
+  d["resumed"] = m.resumed;
+  d["budget_exhausted"] = m.budget_exhausted;
+  d["in_flight"] = m.in_flight;
+  d["bytes_in_flight"] = m.bytes_in_flight;
+  nb::dict by_reason, errors;
+  for (const auto& [k, v] : m.retries_by_reason) by_reason[k.c_str()] = v;
+  for (const auto& [k, v] : m.errors_by_reason) errors[k.c_str()] = v;
+  d["retries_by_reason"] = by_reason;
+  d["errors_by_reason"] = errors;
+  nb::list bounds;
+  for (double b : io::IoMetrics::kLatencyBoundsMs) bounds.append(b);
+  d["latency_bounds_ms"] = bounds;
+  nb::list ttfb, total;
+  for (uint64_t c : m.ttfb_ms) ttfb.append(c);
+  for (uint64_t c : m.total_ms) total.append(c);
+  d["ttfb_ms_histogram"] = ttfb;
+  d["total_ms_histogram"] = total;
+  return d;
+}
+
+std::shared_ptr<io::ObjectStore> StoreFromPython(nb::handle store) {
+  return CastNative<PyObjectStore>(store, "stoker.io.ObjectStore").store();
+}
 
 void RegisterIO(nb::module_& m) {
   nb::class_<PyObjectStore>(m, "_ObjectStore")

@@ -76,7 +76,8 @@ class ModelInputs {
     Status st;
     {
       nb::gil_scoped_release release;
-      st = processor_->Prepare(line, image_root, &sample, &scratch, nullptr);
+      st = processor_->Prepare(line, image_root, /*store=*/nullptr, &sample, &scratch,
+                               nullptr);
       if (st.ok() && !sample.dropped) {
         pixels.resize(static_cast<size_t>(sample.num_patches() * row_length()));
         st = processor_->WritePixels(sample, pixels, &scratch, nullptr);

@@ -24,6 +24,7 @@
 #include "stoker/core/status.h"
 #include "stoker/core/tensor.h"
 #include "stoker/binding/binding_util.h"
+#include "stoker/io/object_store.h"
 #include "stoker/pipeline/loader.h"
 #include "stoker/plan/epoch_plan.h"
 
@@ -224,6 +225,9 @@ nb::dict StatsToPython(const pipeline::Loader& loader) {
   out["samples"] = samples;
   out["recent_skips"] = skips;
   out["buffer_pool"] = pool_dict;
+  if (loader.options().pipeline.store) {
+    out["io"] = IoMetricsToPython(loader.options().pipeline.store->Metrics());
+  }
   return out;
 }
 
@@ -244,7 +248,8 @@ std::unique_ptr<pipeline::Loader> MakeLoader(
     const std::string& epoch_policy, int64_t samples_per_epoch, int world_size, int rank,
     bool drop_last, int num_threads, int prefetch, const std::string& on_error,
     int64_t max_consecutive_errors, int64_t max_image_pixels, int64_t buffer_pool_bytes,
-    const std::string& index_cache_dir, nb::object model_inputs, int64_t max_prefetch_bytes) {
+    const std::string& index_cache_dir, nb::object model_inputs, int64_t max_prefetch_bytes,
+    nb::object storage) {
   pipeline::LoaderOptions options;
   for (const auto& [name, paths, image_root, weight, repeat] : sources) {
     options.sources.push_back({name, paths, image_root, weight, repeat});
@@ -273,6 +278,7 @@ std::unique_ptr<pipeline::Loader> MakeLoader(
   options.open.index_cache_dir = index_cache_dir;
   if (!model_inputs.is_none()) options.pipeline.model = ModelInputsFromPython(model_inputs);
   options.pipeline.max_prefetch_bytes = max_prefetch_bytes;
+  if (!storage.is_none()) options.pipeline.store = StoreFromPython(storage);
   Result<std::unique_ptr<pipeline::Loader>> loader = status::Internal("unreachable");
   {
     nb::gil_scoped_release release;  // indexing a large manifest takes a while
@@ -361,7 +367,8 @@ NB_MODULE(_stoker, m) {
            "epoch_policy"_a, "samples_per_epoch"_a, "world_size"_a, "rank"_a,
            "drop_last"_a, "num_threads"_a, "prefetch"_a, "on_error"_a,
            "max_consecutive_errors"_a, "max_image_pixels"_a, "buffer_pool_bytes"_a,
-           "index_cache_dir"_a, "model_inputs"_a = nb::none(), "max_prefetch_bytes"_a = 0)
+           "index_cache_dir"_a, "model_inputs"_a = nb::none(), "max_prefetch_bytes"_a = 0,
+           "storage"_a = nb::none())
       .def(
           "start_epoch",
           [](pipeline::Loader& self, int64_t epoch, int64_t start_batch,

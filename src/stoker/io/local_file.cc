@@ -54,7 +54,10 @@ Status ReadFile(const std::string& path, std::vector<uint8_t>* out) {
 }
 
 std::string ResolvePath(const std::string& root, const std::string& relative) {
-  if (root.empty() || (!relative.empty() && relative[0] == '/')) return relative;
+  if (root.empty() || (!relative.empty() && relative[0] == '/') ||
+      relative.find("://") != std::string::npos) {
+    return relative;
+  }
   if (root.back() == '/') return root + relative;
   return root + "/" + relative;
 }

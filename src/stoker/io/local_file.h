@@ -16,7 +16,8 @@ namespace stoker::io {
 // each naming the path and the OS error.
 Status ReadFile(const std::string& path, std::vector<uint8_t>* out);
 
-// `relative` joined onto `root` unless it is absolute; `root` may be empty.
+// `relative` joined onto `root` unless it is absolute (a path starting with '/', or a
+// URI such as s3://bucket/key); `root` may be empty, a directory or a URI prefix.
 std::string ResolvePath(const std::string& root, const std::string& relative);
 
 }  // namespace stoker::io

@@ -385,8 +385,8 @@ Status Pipeline::PrepareSample(const plan::SampleRef& ref, SampleOutput& out,
   const manifest::LineRef line = source.Sample(ref.index);
   out.json.assign(line.text);
   return options_.model
-      ->Prepare(line.text, source.image_root(), &out.prepared, &scratch.sample,
-                metrics_.get())
+      ->Prepare(line.text, source.image_root(), options_.store.get(), &out.prepared,
+                &scratch.sample, metrics_.get())
       .WithContext(out.sample_key);
 }
 
@@ -407,12 +407,13 @@ Status Pipeline::LoadSample(const plan::SampleRef& ref, SampleOutput& out,
   out.images.reserve(images.size());
   for (const std::string& image : images) {
     if (stop_.stop_requested()) return status::Cancelled("pipeline closed");
+    t0 = Clock::now();
+    Status read = ReadImage(source.image_root(), image, options_.store.get(),
+                            &scratch.file_bytes);
+    metrics_->read.Add(NanosSince(t0), 1, static_cast<int64_t>(scratch.file_bytes.size()));
+    STOKER_RETURN_NOT_OK(read);
     const std::string path = io::ResolvePath(source.image_root(), image);
     const std::string context = "image '" + image + "'";
-    t0 = Clock::now();
-    Status read = io::ReadFile(path, &scratch.file_bytes);
-    metrics_->read.Add(NanosSince(t0), 1, static_cast<int64_t>(scratch.file_bytes.size()));
-    STOKER_RETURN_NOT_OK(read.WithContext(context));
 
     t0 = Clock::now();
     auto decoded = codec::DecodeImage(scratch.file_bytes, decode_options, *pool_);

@@ -68,6 +68,9 @@ struct PipelineOptions {
   // undelivered batch always proceeds, so one batch larger than the budget still
   // passes (alone).
   int64_t max_prefetch_bytes = 0;
+  // Set: images are read through this object store (s3://, http(s)://, local paths
+  // under its URI policy); unset: from the local file system.
+  std::shared_ptr<io::ObjectStore> store;
 };
 
 // InvalidArgument naming the first option out of range.

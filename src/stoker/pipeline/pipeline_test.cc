@@ -280,7 +280,7 @@ Alone ProcessAlone(const SampleProcessor& p, const Dataset& data, int64_t index)
   for (int64_t i = 0; i <= index; ++i) std::getline(in, line);
   Alone out;
   SampleScratch scratch;
-  EXPECT_TRUE(p.Prepare(line, data.root(), &out.prepared, &scratch, nullptr).ok());
+  EXPECT_TRUE(p.Prepare(line, data.root(), nullptr, &out.prepared, &scratch, nullptr).ok());
   out.pixels.resize(static_cast<size_t>(out.prepared.num_patches() * p.row_length()));
   EXPECT_TRUE(p.WritePixels(out.prepared, out.pixels, &scratch, nullptr).ok());
   return out;

@@ -1,6 +1,7 @@
 #include "stoker/pipeline/sample_processor.h"
 
 #include "stoker/io/local_file.h"
+#include "stoker/io/object_store.h"
 #include "stoker/pipeline/metrics.h"
 
 namespace stoker::pipeline {
@@ -36,19 +37,25 @@ Result<std::shared_ptr<const SampleProcessor>> SampleProcessor::Make(
       new SampleProcessor(std::move(options), std::move(processor)));
 }
 
-namespace {
-
-std::string ImageContext(const std::string& ref, const std::string& path) {
-  std::string context = "image '" + ref + "'";
-  if (path != ref) context += " (" + path + ")";
-  return context;
+Status ReadImage(const std::string& image_root, const std::string& ref,
+                 io::ObjectStore* store, std::vector<uint8_t>* out) {
+  const std::string location = io::ResolvePath(image_root, ref);
+  const std::string context = "image '" + ref + "'";
+  if (store != nullptr) {
+    return store->Read(location, {}, out).WithContext(context);
+  }
+  if (location.find("://") != std::string::npos) {
+    return status::InvalidArgument(
+        context, ": '", location.substr(0, location.find("://") + 3),
+        "...' is an object-store URI; give the Loader storage=stoker.io.ObjectStore(...) "
+        "to read it");
+  }
+  return io::ReadFile(location, out).WithContext(context);
 }
 
-}  // namespace
-
 Status SampleProcessor::Prepare(std::string_view line, const std::string& image_root,
-                                PreparedSample* out, SampleScratch* scratch,
-                                Metrics* metrics) const {
+                                io::ObjectStore* store, PreparedSample* out,
+                                SampleScratch* scratch, Metrics* metrics) const {
   out->Clear();
   auto t0 = Clock::now();
   Status parsed = scratch->parser.Parse(line, &scratch->conversation);
@@ -65,18 +72,21 @@ Status SampleProcessor::Prepare(std::string_view line, const std::string& image_
   scratch->grids.resize(n_images);
   for (size_t i = 0; i < n_images; ++i) {
     const std::string& ref = conv.images[i];
-    const std::string path = io::ResolvePath(image_root, ref);
     t0 = Clock::now();
-    Status read = io::ReadFile(path, &out->image_bytes[i]);
+    Status read = ReadImage(image_root, ref, store, &out->image_bytes[i]);
     if (metrics) {
       metrics->read.Add(NanosSince(t0), 1, static_cast<int64_t>(out->image_bytes[i].size()));
     }
-    STOKER_RETURN_NOT_OK(read.WithContext(ImageContext(ref, path)));
+    STOKER_RETURN_NOT_OK(read);
     t0 = Clock::now();
     Result<vision::ImagePlan> plan =
         vision::PlanEncodedImage(processor_, out->image_bytes[i], options_.image);
     if (metrics) metrics->probe.Add(NanosSince(t0), 1, 0);
-    if (!plan.ok()) return plan.status().WithContext(ImageContext(ref, path));
+    if (!plan.ok()) {
+      const std::string location = io::ResolvePath(image_root, ref);
+      return plan.status().WithContext("image '" + ref + "'" +
+                                       (location == ref ? "" : " (" + location + ")"));
+    }
     out->plans[i] = *plan;
     scratch->grids[i] = {plan->grid_t, plan->grid_h, plan->grid_w};
   }

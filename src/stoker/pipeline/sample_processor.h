@@ -28,9 +28,21 @@
 #include "stoker/vision/encoded_image.h"
 #include "stoker/vision/image_processor.h"
 
+namespace stoker::io {
+class ObjectStore;
+}
+
 namespace stoker::pipeline {
 
 class Metrics;
+
+// Reads the image a manifest names as `ref` into `out`: `ref` joined onto `image_root`
+// unless absolute, read through `store` when the loader has one (local paths, s3://,
+// http(s)://, under the store's URI policy), else from the local file system, where a
+// URI is refused with a message saying how to read it. Errors start with the
+// reference: "image 'a.jpg': ...".
+Status ReadImage(const std::string& image_root, const std::string& ref,
+                 io::ObjectStore* store, std::vector<uint8_t>* out);
 
 // What to do with a sample longer than max_length tokens.
 enum class OverlongPolicy : uint8_t {
@@ -77,13 +89,13 @@ class SampleProcessor {
   // Errors: InvalidArgument (no tokenizer, a bad vision config).
   static Result<std::shared_ptr<const SampleProcessor>> Make(ModelInputOptions options);
 
-  // Phase 1. Relative image references resolve against `image_root`. `metrics` (may be
+  // Phase 1. Images are read with ReadImage(image_root, ref, store). `metrics` (may be
   // null) receives the parse, read, probe and text stage timings. Errors name the
   // image and the cause: ManifestError, NotFound / IOError, CorruptImage /
   // UnsupportedImage (header), LimitExceeded (pixel limit), InvalidArgument (aspect
   // ratio, zero size, template limits).
-  Status Prepare(std::string_view line, const std::string& image_root, PreparedSample* out,
-                 SampleScratch* scratch, Metrics* metrics) const;
+  Status Prepare(std::string_view line, const std::string& image_root, io::ObjectStore* store,
+                 PreparedSample* out, SampleScratch* scratch, Metrics* metrics) const;
 
   // Phase 2: writes sample.num_patches() * row_length() floats into `out`. Errors:
   // CorruptImage / UnsupportedImage from decoding, naming the image.
