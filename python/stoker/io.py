@@ -21,11 +21,16 @@ Python object nor shown by ``repr`` or :meth:`ObjectStore.stats`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from stoker import _stoker
+from stoker.errors import StorageError
 
 __all__ = ["ObjectStore"]
+
+#: Bytes per ranged GET when a manifest is staged.
+STAGE_CHUNK_BYTES = 8 << 20
 
 
 class ObjectStore:
@@ -46,6 +51,46 @@ class ObjectStore:
     outage fails fast. Timeouts (seconds): ``connect_timeout``, ``stall_timeout`` (no
     byte received), ``total_timeout`` (one attempt).
     """
+
+    def stage(self, uri: str, folder: str | os.PathLike[str]) -> str:
+        """Copies the object at ``uri`` into ``folder`` by ranged reads and returns the
+        local path. The copy is named after the URI, size and ETag, so it is reused
+        while the object is unchanged and fetched anew when it changes (objects whose
+        server gives no ETag are fetched every time). The loader stages object-store
+        manifests this way, then indexes and memory-maps the local copy."""
+        import hashlib
+        import tempfile
+
+        os.makedirs(folder, exist_ok=True)
+        first, size, etag = self._native.read_with_info(uri, 0, STAGE_CHUNK_BYTES)
+        if size < 0:
+            size = len(first) if len(first) < STAGE_CHUNK_BYTES else -1
+        digest = hashlib.sha256(f"{uri}\0{size}\0{etag}".encode()).hexdigest()[:24]
+        name = os.path.basename(uri.rstrip("/")) or "object"
+        target = os.path.join(os.fspath(folder), f"{digest}-{name}")
+        if etag and size >= 0 and os.path.exists(target) and os.path.getsize(target) == size:
+            return target
+        fd, partial = tempfile.mkstemp(dir=folder, prefix=".staging-")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(first)
+                offset, chunk = len(first), first
+                while (size < 0 and len(chunk) == STAGE_CHUNK_BYTES) or 0 <= offset < size:
+                    chunk, _, now = self._native.read_with_info(uri, offset, STAGE_CHUNK_BYTES)
+                    if etag and now and now != etag:
+                        raise StorageError(f"{uri} changed while it was being read "
+                                           f"(ETag {etag} became {now})")
+                    if not chunk:
+                        break
+                    out.write(chunk)
+                    offset += len(chunk)
+            if size >= 0 and os.path.getsize(partial) != size:
+                raise StorageError(f"{uri}: read {os.path.getsize(partial)} bytes of {size}")
+            os.replace(partial, target)  # atomic: concurrent loaders never see half
+        except BaseException:
+            os.unlink(partial)
+            raise
+        return target
 
     def __init__(
         self,

@@ -8,6 +8,7 @@ import json
 import sys
 import logging
 import os
+import tempfile
 import weakref
 from collections.abc import Iterator
 from typing import Any, Literal
@@ -154,11 +155,14 @@ class Loader:
             headers and then waits, undecoded, until the trainer takes earlier batches;
             the next batch due always proceeds, so a single batch larger than the
             budget still passes. Default 4 GiB.
-        storage: a :class:`stoker.io.ObjectStore` to read images through: references
-            (or a source's ``image_root``) may then be ``s3://bucket/key`` or
-            ``http(s)://`` URIs, fetched with its retries, timeouts and URI policy, and
-            local paths must lie under the store's own ``image_root``. ``stats()``
-            gains its ``io`` counters. Without it images are local files.
+        storage: a :class:`stoker.io.ObjectStore` to read through: manifests may then
+            be ``s3://`` / ``http(s)://`` URIs (copied once by ranged reads into the
+            cache folder, reused while their ETag is unchanged, and named by their URI
+            in sample keys; their images default to the manifest's prefix), and image
+            references (or ``image_root``) may be URIs, fetched with the store's
+            retries, timeouts and URI policy; local image paths must then lie under
+            the store's own ``image_root``. ``stats()`` gains its ``io`` counters.
+            Without it manifests and images are local files.
     """
 
     def __init__(
@@ -216,12 +220,16 @@ class Loader:
             "drop_last": bool(drop_last),
         }
         root = None if image_root is None else os.fspath(image_root)
-        engine_sources = [
-            (s.name, list(s.paths), s.image_root or root or "", w, s.repeat)
-            for s, w in zip(self._sources, integer_weights(self._sources))
-        ]
         if index_cache_dir is None:
             index_cache_dir = default_index_cache_dir()
+        self._staging: tempfile.TemporaryDirectory[str] | None = None
+        engine_sources = []
+        for s, w in zip(self._sources, integer_weights(self._sources)):
+            local, display = self._stage_manifests(s.paths, storage, os.fspath(index_cache_dir))
+            # A remote manifest's images default to its own "directory".
+            remote_root = s.paths[0].rsplit("/", 1)[0] + "/" if "://" in s.paths[0] else ""
+            engine_sources.append((s.name, local, s.image_root or root or remote_root, w,
+                                   s.repeat, display))
         self._epochs: weakref.WeakSet[_stoker.Epoch] = weakref.WeakSet()
         self._model_inputs = model_inputs
         self._engine = _stoker.Loader(
@@ -243,6 +251,26 @@ class Loader:
         self._next_batch = 0
         self._started = False  # has an iter() begun an epoch?
         self._resume = False   # does the next iter() continue a restored position?
+
+    def _stage_manifests(self, paths: tuple[str, ...], storage: ObjectStore | None,
+                         index_cache_dir: str) -> tuple[list[str], list[str]]:
+        """Local paths for the engine and the names sample keys use. Object-store
+        manifests are copied (by ranged reads, reused while unchanged) next to the index
+        cache, or into a temporary folder living as long as the loader."""
+        if not any("://" in p for p in paths):
+            return list(paths), []
+        if storage is None:
+            remote = next(p for p in paths if "://" in p)
+            raise ValueError(f"manifest {remote!r} is an object-store URI; give the Loader "
+                             "storage=stoker.io.ObjectStore(...) to read it")
+        if index_cache_dir:
+            folder = os.path.join(os.path.dirname(index_cache_dir), "manifests")
+        else:
+            if self._staging is None:
+                self._staging = tempfile.TemporaryDirectory(prefix="stoker-manifests-")
+            folder = self._staging.name
+        local = [storage.stage(p, folder) if "://" in p else p for p in paths]
+        return local, list(paths)
 
     def __iter__(self) -> Iterator[Batch]:
         engine = self._require_engine()

@@ -13,7 +13,8 @@ class Source:
 
     Args:
         uri: a manifest path, or a glob (``"data/shard-*.jsonl"``) whose matches are
-            read in sorted order.
+            read in sorted order, or an object-store URI (``s3://bucket/train.jsonl``,
+            read through the loader's ``storage``).
         weight: share of the global stream relative to the other sources (any
             positive number; ``Source(a, 3), Source(b, 1)`` draws 75% from ``a``).
         name: the name used in stats and state dicts (default: the file name).
@@ -47,7 +48,12 @@ class Source:
 
     def resolve(self) -> Source:
         """Returns a copy with the glob expanded into ``paths`` (sorted)."""
-        if glob.has_magic(self.uri):
+        if "://" in self.uri:  # an object-store URI: read through the loader's storage
+            if glob.has_magic(self.uri):
+                raise ValueError(f"source {self.name!r}: globs are not supported for "
+                                 f"object-store URIs ({self.uri!r}); list the manifests")
+            paths: tuple[str, ...] = (self.uri,)
+        elif glob.has_magic(self.uri):
             paths = tuple(sorted(glob.glob(self.uri)))
             if not paths:
                 from stoker.errors import ImageNotFoundError

@@ -138,3 +138,48 @@ def test_store_policy_confines_local_paths(remote, tmp_path):
     # Rooted at the corpus, the same local reads go through.
     store = stoker.io.ObjectStore(**store_options(s3, image_root=str(manifest.parent)))
     assert sum(len(b["sample_keys"]) for b in stoker.Loader(manifest, storage=store)) == 18
+
+
+def test_manifest_in_s3_staged_by_ranges_equals_local(remote, tmp_path, monkeypatch):
+    s3, manifest, _ = remote
+    s3.put("data/train.jsonl", manifest.read_bytes())
+    uri = f"s3://{BUCKET}/data/train.jsonl"
+    monkeypatch.setattr(stoker.io, "STAGE_CHUNK_BYTES", 1000)  # many ranged reads
+    cache = tmp_path / "cache" / "index"
+    common = dict(batch_size=4, num_threads=2, shuffle=True, seed=3, output="numpy",
+                  index_cache_dir=cache)
+    local = stoker.Loader(manifest, **common)
+    store = stoker.io.ObjectStore(**store_options(s3))
+    remote_loader = stoker.Loader(uri, storage=store, **common)
+    size = manifest.stat().st_size
+    assert store.stats()["reads_ok"] == -(-size // 1000)  # one read per range
+    staged = list((tmp_path / "cache" / "manifests").iterdir())
+    assert [p.read_bytes() for p in staged] == [manifest.read_bytes()]
+    # Images default to the manifest's prefix; keys name the URI.
+    batches = list(remote_loader)
+    assert all(k.startswith(uri + ":") for b in batches for k in b["sample_keys"])
+    _same([_arrays(b) for b in batches], _epoch(local))
+    # A state saved by the local run resumes the remote one: same order digest.
+    local.load_state_dict(remote_loader.state_dict())
+
+    # Unchanged object: the staged copy is reused (one ranged read to learn the ETag).
+    again = stoker.io.ObjectStore(**store_options(s3))
+    stoker.Loader(uri, storage=again, **common)
+    assert again.stats()["reads_ok"] == 1
+    # Changed object: fetched anew.
+    s3.put("data/train.jsonl", manifest.read_bytes() + b"\n")
+    changed = stoker.io.ObjectStore(**store_options(s3))
+    stoker.Loader(uri, storage=changed, **common)
+    assert changed.stats()["reads_ok"] > 1
+
+
+def test_remote_manifest_errors(remote, tmp_path):
+    s3, _, _ = remote
+    with pytest.raises(ValueError, match="storage=stoker.io.ObjectStore"):
+        stoker.Loader(f"s3://{BUCKET}/data/train.jsonl")
+    store = stoker.io.ObjectStore(**store_options(s3))
+    with pytest.raises(stoker.errors.ImageNotFoundError, match="missing.jsonl"):
+        stoker.Loader(f"s3://{BUCKET}/data/missing.jsonl", storage=store,
+                      index_cache_dir=tmp_path / "index")
+    with pytest.raises(ValueError, match="globs"):
+        stoker.Loader(f"s3://{BUCKET}/data/*.jsonl", storage=store)

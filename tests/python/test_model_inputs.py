@@ -290,6 +290,20 @@ def test_phase_one_failures_name_sample_and_image(tmp_path, qwen):
             pass
     assert "train.jsonl:5" in str(info.value) and "images/missing.png" in str(info.value)
 
+    # Under skip the sample is replaced in phase 1 and every batch still checks out.
+    samples = _by_key(manifest)
+    loader = stoker.Loader(manifest, batch_size=2, model_inputs=inputs, on_error="skip",
+                           output="numpy")
+    delivered = []
+    for batch in loader:
+        refs = [_reference(samples[k], tmp_path, qwen, "qwen2-vl", "torchvision")
+                for k in batch["sample_keys"]]
+        _check_batch(batch, refs, qwen.pad_token_id)
+        delivered += batch["sample_keys"]
+    bad = f"{manifest}:5"
+    assert bad not in delivered and len(delivered) == len(samples)
+    assert loader.stats()["samples"]["skipped"] == 1
+
 
 def test_resume_gives_identical_batches(corpus, qwen):
     inputs = stoker.ModelInputs("qwen2-vl", tokenizer=qwen, max_length=200)

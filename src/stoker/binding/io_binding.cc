@@ -104,6 +104,21 @@ class PyObjectStore {
     return nb::bytes(reinterpret_cast<const char*>(out.data()), out.size());
   }
 
+  // (bytes, object size or -1, etag) of a range: what staging a manifest needs.
+  nb::tuple ReadWithInfo(const std::string& uri, int64_t offset, int64_t length) {
+    std::vector<uint8_t> out;
+    io::ObjectInfo info;
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      st = store_->Read(uri, MakeRange(offset, length), &out, &info);
+    }
+    if (!st.ok()) Throw(st);
+    return nb::make_tuple(
+        nb::bytes(reinterpret_cast<const char*>(out.data()), out.size()), info.size,
+        info.etag);
+  }
+
   // Every result in order; a failed read is an exception object in its place when
   // `return_errors`, else the first failure (in order) is raised.
   nb::list ReadMany(const std::vector<std::string>& uris, bool return_errors) {
@@ -193,6 +208,7 @@ void RegisterIO(nb::module_& m) {
       .def(nb::init<nb::dict>(), "options"_a)
       .def("read", &PyObjectStore::Read, "uri"_a, "offset"_a = 0, "length"_a = -1)
       .def("read_many", &PyObjectStore::ReadMany, "uris"_a, "return_errors"_a = false)
+      .def("read_with_info", &PyObjectStore::ReadWithInfo, "uri"_a, "offset"_a, "length"_a)
       .def("stats", &PyObjectStore::Stats)
       .def("__repr__", &PyObjectStore::Repr);
 }

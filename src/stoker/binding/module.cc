@@ -231,9 +231,9 @@ nb::dict StatsToPython(const pipeline::Loader& loader) {
   return out;
 }
 
-// (name, manifest paths, image root, integer weight, repeat) per source.
-using SourceTuple =
-    std::tuple<std::string, std::vector<std::string>, std::string, uint64_t, int64_t>;
+// (name, manifest paths, image root, integer weight, repeat, display paths) per source.
+using SourceTuple = std::tuple<std::string, std::vector<std::string>, std::string, uint64_t,
+                               int64_t, std::vector<std::string>>;
 
 plan::EpochPolicy ParsePolicy(const std::string& name) {
   if (name == "first_exhausted") return plan::EpochPolicy::kFirstExhausted;
@@ -251,8 +251,8 @@ std::unique_ptr<pipeline::Loader> MakeLoader(
     const std::string& index_cache_dir, nb::object model_inputs, int64_t max_prefetch_bytes,
     nb::object storage) {
   pipeline::LoaderOptions options;
-  for (const auto& [name, paths, image_root, weight, repeat] : sources) {
-    options.sources.push_back({name, paths, image_root, weight, repeat});
+  for (const auto& [name, paths, image_root, weight, repeat, display] : sources) {
+    options.sources.push_back({name, paths, image_root, weight, repeat, display});
   }
   options.plan.batch_size = batch_size;
   options.plan.seed = seed;
@@ -325,7 +325,7 @@ nb::list SourceInfo(const pipeline::Loader& self) {
   for (const auto& source : self.sources()) {
     nb::list files;
     for (const auto& file : source->files()) {
-      files.append(nb::make_tuple(file->path(), file->size_bytes(), file->num_samples(),
+      files.append(nb::make_tuple(file->display_path(), file->size_bytes(), file->num_samples(),
                                   file->index_from_cache()));
     }
     nb::dict d;

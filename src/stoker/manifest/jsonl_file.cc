@@ -11,7 +11,8 @@
 namespace stoker::manifest {
 
 Result<std::shared_ptr<JsonlFile>> JsonlFile::Open(const std::string& path,
-                                                   const OpenOptions& options) {
+                                                   const OpenOptions& options,
+                                                   const std::string& display_path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
@@ -27,6 +28,7 @@ Result<std::shared_ptr<JsonlFile>> JsonlFile::Open(const std::string& path,
   }
   std::shared_ptr<JsonlFile> file(new JsonlFile());
   file->path_ = path;
+  file->display_path_ = display_path.empty() ? path : display_path;
   file->size_ = static_cast<size_t>(st.st_size);
   if (file->size_ > 0) {
     void* map = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -70,7 +72,7 @@ LineRef JsonlFile::Sample(int64_t index) const {
 }
 
 std::string JsonlFile::SampleKey(int64_t index) const {
-  return path_ + ":" + std::to_string(index_->line_number(index));
+  return display_path_ + ":" + std::to_string(index_->line_number(index));
 }
 
 }  // namespace stoker::manifest

@@ -35,8 +35,11 @@ struct OpenOptions {
 class JsonlFile {
  public:
   // Errors: NotFound, IOError; ManifestError if the file holds no sample line.
+  // `display_path` (default: `path`) names the file in sample keys and messages: the
+  // URI of a manifest staged from an object store into a local copy.
   static Result<std::shared_ptr<JsonlFile>> Open(const std::string& path,
-                                                 const OpenOptions& options = {});
+                                                 const OpenOptions& options = {},
+                                                 const std::string& display_path = {});
   ~JsonlFile();
 
   JsonlFile(const JsonlFile&) = delete;
@@ -49,6 +52,7 @@ class JsonlFile {
   std::string SampleKey(int64_t index) const;
 
   const std::string& path() const { return path_; }
+  const std::string& display_path() const { return display_path_; }
   int64_t size_bytes() const { return static_cast<int64_t>(size_); }
   // True when the index came from the cache rather than a scan of the manifest.
   bool index_from_cache() const { return index_from_cache_; }
@@ -57,6 +61,7 @@ class JsonlFile {
   JsonlFile() = default;
 
   std::string path_;
+  std::string display_path_;
   const char* data_ = nullptr;  // the mapping (nullptr for an empty file)
   size_t size_ = 0;
   std::unique_ptr<LineIndex> index_;

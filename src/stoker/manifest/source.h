@@ -16,18 +16,26 @@ class Source {
  public:
   // Opens (and indexes) every file. Errors: those of JsonlFile::Open, each naming
   // its file; InvalidArgument for an empty file list.
+  // `display_paths`: empty, or one per path (see JsonlFile::Open).
   static Result<std::shared_ptr<Source>> Open(std::string name,
                                               const std::vector<std::string>& paths,
                                               std::string image_root,
-                                              const OpenOptions& options) {
+                                              const OpenOptions& options,
+                                              const std::vector<std::string>& display_paths = {}) {
     if (paths.empty()) {
       return status::InvalidArgument("source '", name, "' names no manifest file");
     }
     std::shared_ptr<Source> source(new Source());
     source->name_ = std::move(name);
     source->image_root_ = std::move(image_root);
-    for (const std::string& path : paths) {
-      STOKER_ASSIGN_OR_RETURN(auto file, JsonlFile::Open(path, options));
+    if (!display_paths.empty() && display_paths.size() != paths.size()) {
+      return status::InvalidArgument("source '", source->name_,
+                                     "': one display path per manifest expected");
+    }
+    for (size_t i = 0; i < paths.size(); ++i) {
+      STOKER_ASSIGN_OR_RETURN(
+          auto file, JsonlFile::Open(paths[i], options,
+                                     display_paths.empty() ? std::string() : display_paths[i]));
       source->first_.push_back(source->num_samples_);
       source->num_samples_ += file->num_samples();
       source->files_.push_back(std::move(file));

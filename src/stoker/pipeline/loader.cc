@@ -22,7 +22,8 @@ Result<std::unique_ptr<Loader>> Loader::Make(const LoaderOptions& options) {
       s.image_root = slash == std::string::npos ? "." : first.substr(0, slash + 1);
     }
     STOKER_ASSIGN_OR_RETURN(auto source,
-                            manifest::Source::Open(s.name, s.paths, s.image_root, options.open));
+                            manifest::Source::Open(s.name, s.paths, s.image_root, options.open,
+                                                   s.display_paths));
     resolved.plan.sources.push_back({source->num_samples(), s.weight, s.repeat});
     sources.push_back(std::move(source));
   }

@@ -23,6 +23,9 @@ struct SourceOptions {
   std::string image_root;
   uint64_t weight = 1;  // integer, relative to the other sources
   int64_t repeat = 1;   // EpochPolicy::kRepeat only
+  // Empty, or one per path: how sample keys name each file (the object-store URI of a
+  // manifest read from a staged local copy).
+  std::vector<std::string> display_paths;
 };
 
 struct LoaderOptions {
