@@ -132,6 +132,19 @@ def _check_batch(batch: dict, references: list[dict], pad_id: int) -> None:
     assert int((ids == IMAGE_PAD).sum()) == sum(t * h * w // 4 for t, h, w in grids)
 
 
+def _checked_epoch(loader: stoker.Loader, samples: dict[str, dict], root: pathlib.Path,
+                   qwen: Tokenizer, model: str = "qwen2-vl") -> list[str]:
+    """Runs an epoch checking every batch against the reference (default backend);
+    returns the delivered sample keys in order."""
+    delivered = []
+    for batch in loader:
+        refs = [_reference(samples[k], root, qwen, model, "torchvision")
+                for k in batch["sample_keys"]]
+        _check_batch(batch, refs, qwen.pad_token_id)
+        delivered += batch["sample_keys"]
+    return delivered
+
+
 def _lines(manifest: pathlib.Path) -> list[dict]:
     return [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines()]
 
@@ -267,12 +280,7 @@ def test_decode_failure_after_planning(tmp_path, qwen):
     samples = _by_key(manifest)
     loader = stoker.Loader(manifest, batch_size=3, model_inputs=inputs, num_threads=2,
                            on_error="skip", output="numpy")
-    delivered = []
-    for batch in loader:
-        refs = [_reference(samples[k], tmp_path, qwen, "qwen2-vl", "torchvision")
-                for k in batch["sample_keys"]]
-        _check_batch(batch, refs, qwen.pad_token_id)
-        delivered += batch["sample_keys"]
+    delivered = _checked_epoch(loader, samples, tmp_path, qwen)
     assert bad_key not in delivered and len(delivered) == len(samples)
     assert [s["sample_key"] for s in loader.stats()["recent_skips"]] == [bad_key]
 
@@ -294,12 +302,7 @@ def test_phase_one_failures_name_sample_and_image(tmp_path, qwen):
     samples = _by_key(manifest)
     loader = stoker.Loader(manifest, batch_size=2, model_inputs=inputs, on_error="skip",
                            output="numpy")
-    delivered = []
-    for batch in loader:
-        refs = [_reference(samples[k], tmp_path, qwen, "qwen2-vl", "torchvision")
-                for k in batch["sample_keys"]]
-        _check_batch(batch, refs, qwen.pad_token_id)
-        delivered += batch["sample_keys"]
+    delivered = _checked_epoch(loader, samples, tmp_path, qwen)
     bad = f"{manifest}:5"
     assert bad not in delivered and len(delivered) == len(samples)
     assert loader.stats()["samples"]["skipped"] == 1
@@ -349,10 +352,5 @@ def test_tiny_prefetch_byte_budget_still_delivers_everything(corpus, qwen):
     inputs = stoker.ModelInputs("qwen2-vl", tokenizer=qwen)
     loader = stoker.Loader(corpus, batch_size=3, num_threads=2, prefetch=6, output="numpy",
                            model_inputs=inputs, max_prefetch_bytes=1)
-    seen = []
-    for batch in loader:
-        refs = [_reference(samples[k], corpus.parent, qwen, "qwen2-vl", "torchvision")
-                for k in batch["sample_keys"]]
-        _check_batch(batch, refs, qwen.pad_token_id)
-        seen += batch["sample_keys"]
+    seen = _checked_epoch(loader, samples, corpus.parent, qwen)
     assert sorted(seen) == sorted(samples)

@@ -412,16 +412,14 @@ Status Pipeline::LoadSample(const plan::SampleRef& ref, SampleOutput& out,
                             &scratch.file_bytes);
     metrics_->read.Add(NanosSince(t0), 1, static_cast<int64_t>(scratch.file_bytes.size()));
     STOKER_RETURN_NOT_OK(read);
-    const std::string path = io::ResolvePath(source.image_root(), image);
-    const std::string context = "image '" + image + "'";
-
     t0 = Clock::now();
     auto decoded = codec::DecodeImage(scratch.file_bytes, decode_options, *pool_);
     const int64_t decoded_bytes =
         decoded.ok() ? int64_t{decoded->width} * decoded->height * 3 : 0;
     metrics_->decode.Add(NanosSince(t0), 1, decoded_bytes);
     if (!decoded.ok()) {
-      return decoded.status().WithContext(context + " (" + path + ")");
+      return decoded.status().WithContext(
+          "image '" + image + "' (" + io::ResolvePath(source.image_root(), image) + ")");
     }
     out.images.push_back(std::move(*decoded));
   }

@@ -57,7 +57,7 @@ class Dataset {
                                      std::shared_ptr<const SampleProcessor> model = {},
                                      int64_t max_prefetch_bytes = 0) const {
     LoaderOptions options;
-    options.sources = {SourceOptions{"train", {manifest_path()}, "", 1, 1}};
+    options.sources = {SourceOptions{"train", {manifest_path()}, "", 1, 1, {}}};
     options.plan.batch_size = batch_size;
     options.pipeline.num_threads = threads;
     options.pipeline.prefetch = prefetch;
@@ -242,7 +242,7 @@ TEST(PipelineTest, DestroyWithoutConsumingJoinsThreads) {
 TEST(PipelineTest, BadOptionsAreRefused) {
   Dataset data(3);
   LoaderOptions options;
-  options.sources = {SourceOptions{"train", {data.manifest_path()}, "", 1, 1}};
+  options.sources = {SourceOptions{"train", {data.manifest_path()}, "", 1, 1, {}}};
   options.plan.batch_size = 0;
   EXPECT_EQ(Loader::Make(options).status().code(), StatusCode::kInvalidArgument);
   options.plan.batch_size = 1;

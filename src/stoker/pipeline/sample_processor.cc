@@ -33,8 +33,11 @@ Result<std::shared_ptr<const SampleProcessor>> SampleProcessor::Make(
   }
   STOKER_ASSIGN_OR_RETURN(vision::ImageProcessor processor,
                           vision::ImageProcessor::Make(options.vision));
+  // Under kDrop the sample is encoded whole and measured against max_length.
+  text::SampleEncodeOptions encode = options.text;
+  if (options.overlong == OverlongPolicy::kDrop) encode.max_length = 0;
   return std::shared_ptr<const SampleProcessor>(
-      new SampleProcessor(std::move(options), std::move(processor)));
+      new SampleProcessor(std::move(options), std::move(processor), std::move(encode)));
 }
 
 Status ReadImage(const std::string& image_root, const std::string& ref,
@@ -94,10 +97,8 @@ Status SampleProcessor::Prepare(std::string_view line, const std::string& image_
   // Template, tokens, labels, position ids. Under kDrop the sample is encoded whole and
   // measured; under kTruncate the encoder cuts it (before any image it would split).
   t0 = Clock::now();
-  text::SampleEncodeOptions text_options = options_.text;
-  if (options_.overlong == OverlongPolicy::kDrop) text_options.max_length = 0;
   Result<text::EncodedSample> encoded = text::EncodeSample(
-      *options_.tokenizer, scratch->session.get(), conv, scratch->grids, text_options);
+      *options_.tokenizer, scratch->session.get(), conv, scratch->grids, encode_options_);
   if (!encoded.ok()) return encoded.status();
   out->text = std::move(*encoded);
   if (metrics) {

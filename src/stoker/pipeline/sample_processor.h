@@ -106,11 +106,15 @@ class SampleProcessor {
   const ModelInputOptions& options() const { return options_; }
 
  private:
-  SampleProcessor(ModelInputOptions options, vision::ImageProcessor processor)
-      : options_(std::move(options)), processor_(std::move(processor)) {}
+  SampleProcessor(ModelInputOptions options, vision::ImageProcessor processor,
+                  text::SampleEncodeOptions encode)
+      : options_(std::move(options)),
+        processor_(std::move(processor)),
+        encode_options_(std::move(encode)) {}
 
   ModelInputOptions options_;
   vision::ImageProcessor processor_;
+  text::SampleEncodeOptions encode_options_;  // what Prepare passes to EncodeSample
 };
 
 }  // namespace stoker::pipeline
