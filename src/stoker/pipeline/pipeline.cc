@@ -247,10 +247,17 @@ bool Pipeline::AcquirePixels(BatchSlot& slot) {
 void Pipeline::SubmitPixels(const std::shared_ptr<BatchSlot>& slot) {
   if (!AcquirePixels(*slot)) return Deliver(slot);
   slot->remaining.store(slot->with_images, std::memory_order_relaxed);
+  // Once the last task is queued the batch may finish and be consumed at any moment,
+  // so the slot must not be read after the final SubmitFirst: pick the samples first.
+  std::vector<size_t> with_images;
+  with_images.reserve(static_cast<size_t>(slot->with_images));
+  for (size_t i = 0; i < slot->samples.size(); ++i) {
+    if (slot->samples[i].prepared.num_patches() > 0) with_images.push_back(i);
+  }
   // Head of the queue, last sample first, so the batch's samples run in order and
   // before any later batch's phase 1: the oldest batch finishes first.
-  for (size_t i = slot->samples.size(); i-- > 0;) {
-    if (slot->samples[i].prepared.num_patches() == 0) continue;
+  for (auto it = with_images.rbegin(); it != with_images.rend(); ++it) {
+    const size_t i = *it;
     Status st = workers_->SubmitFirst([this, slot, i](int worker) {
       WriteSamplePixels(slot, i, scratch_[static_cast<size_t>(worker)]);
     });
