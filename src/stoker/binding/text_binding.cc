@@ -53,7 +53,12 @@ class PyTokenizer {
     return std::make_unique<PyTokenizer>(Unwrap(std::move(t)));
   }
 
-  std::vector<int32_t> Encode(const std::string& text) {
+  ~PyTokenizer() {
+    // Destroyed by Python's garbage collection, so the GIL is held.
+    for (PyObject* id : id_objects_) Py_XDECREF(id);
+  }
+
+  nb::object Encode(const std::string& text) {
     std::vector<int32_t> ids;
     Status st;
     {
@@ -63,11 +68,10 @@ class PyTokenizer {
       Return(std::move(session));
     }
     if (!st.ok()) Throw(st);
-    return ids;
+    return IdList(ids);
   }
 
-  std::vector<std::vector<int32_t>> EncodeBatch(const std::vector<std::string>& texts,
-                                                int num_threads) {
+  nb::object EncodeBatch(const std::vector<std::string>& texts, int num_threads) {
     std::vector<std::vector<int32_t>> out;
     Status st;
     {
@@ -77,7 +81,37 @@ class PyTokenizer {
       st = text::EncodeBatch(*tokenizer_, views, num_threads, &out);
     }
     if (!st.ok()) Throw(st);
-    return out;
+    nb::list result;
+    for (const std::vector<int32_t>& ids : out) result.append(IdList(ids));
+    return std::move(result);
+  }
+
+  // A Python list of `ids`. Each id's int object is made once per tokenizer and shared
+  // by every list after that: building the lists is then reference counting only,
+  // which is most of the cost of returning ids to Python (CPython caches only -5..256).
+  nb::object IdList(const std::vector<int32_t>& ids) {
+    PyObject* list = PyList_New(static_cast<Py_ssize_t>(ids.size()));
+    if (list == nullptr) throw nb::python_error();
+    nb::object owned = nb::steal(list);
+    if (id_objects_.empty()) id_objects_.assign(tokenizer_->vocab_size(), nullptr);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const int32_t id = ids[i];
+      PyObject* obj;
+      if (id >= 0 && static_cast<size_t>(id) < id_objects_.size()) {
+        PyObject*& cached = id_objects_[static_cast<size_t>(id)];
+        if (cached == nullptr) {
+          cached = PyLong_FromLong(id);
+          if (cached == nullptr) throw nb::python_error();
+        }
+        obj = cached;
+        Py_INCREF(obj);
+      } else {
+        obj = PyLong_FromLong(id);
+        if (obj == nullptr) throw nb::python_error();
+      }
+      PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), obj);
+    }
+    return owned;
   }
 
   std::string Decode(const std::vector<int32_t>& ids, bool skip_special_tokens) {
@@ -105,6 +139,7 @@ class PyTokenizer {
   std::shared_ptr<const text::Tokenizer> tokenizer_;
   std::mutex mu_;  // guards idle_
   std::vector<std::unique_ptr<text::TokenizerSession>> idle_;
+  std::vector<PyObject*> id_objects_;  // by id, filled on first use; only under the GIL
 };
 
 // A NumPy int64 array owning `values` (shape [rows, n / rows], or [n] for rows == 0).

@@ -1,8 +1,11 @@
 #include "stoker/text/bpe.h"
 
+// Inlined: the piece cache hashes every piece, most of them a few bytes long.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "stoker/text/unicode.h"
 
@@ -145,15 +148,28 @@ void BpeModel::MergeAll(BpeScratch* scratch) const {
   auto& symbols = scratch->symbols;
   auto& heap = scratch->heap;
   heap.clear();
+  // Each lookup is likely a cache miss in a table of megabytes. The first ones are
+  // independent: prefetch the slot of every adjacent pair so their misses overlap.
+  const size_t n = symbols.size();
+  for (size_t i = 0; i + 1 < n; ++i) {
+    __builtin_prefetch(
+        &merge_table_[HashKey(PairKey(symbols[i].id, symbols[i + 1].id)) & merge_mask_]);
+  }
+  for (uint32_t i = 0; i + 1 < n; ++i) {
+    const auto [rank, new_id] = FindMerge(symbols[i].id, symbols[i + 1].id);
+    if (rank != UINT32_MAX) heap.push_back({rank, i, new_id, symbols[i].id, symbols[i + 1].id});
+  }
+  std::make_heap(heap.begin(), heap.end(), Later);
   auto push = [&](uint32_t pos) {
     const int32_t next = symbols[pos].next;
     if (next < 0) return;
-    const auto [rank, new_id] = FindMerge(symbols[pos].id, symbols[next].id);
+    const uint32_t left = symbols[pos].id;
+    const uint32_t right = symbols[next].id;
+    const auto [rank, new_id] = FindMerge(left, right);
     if (rank == UINT32_MAX) return;
-    heap.push_back({rank, pos, new_id});
+    heap.push_back({rank, pos, new_id, left, right});
     std::push_heap(heap.begin(), heap.end(), Later);
   };
-  for (uint32_t i = 0; i + 1 < symbols.size(); ++i) push(i);
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), Later);
     const BpeScratch::Candidate top = heap.back();
@@ -162,9 +178,9 @@ void BpeModel::MergeAll(BpeScratch* scratch) const {
     if (left.len == 0 || left.next < 0) continue;
     const int32_t right_pos = left.next;
     BpeScratch::Symbol& right = symbols[right_pos];
-    // A stale entry: the pair at this position changed since it was queued.
-    const auto [rank, new_id] = FindMerge(left.id, right.id);
-    if (rank == UINT32_MAX || new_id != top.new_id) continue;
+    // A stale entry: the pair at this position changed since it was queued. (Equal
+    // ids mean the same merge: each pair has one rank.)
+    if (left.id != top.left || right.id != top.right) continue;
     left.id = top.new_id;
     left.len += right.len;
     left.next = right.next;
@@ -190,11 +206,14 @@ void BpeModel::Encode(std::string_view piece, bool prefix_space, BpeScratch* scr
       return;
     }
   }
-  const bool cacheable = key.size() < BpeScratch::kMaxCachedPieceBytes;
+  const bool cacheable = key.size() < PieceCache::kMaxPieceBytes;
+  uint64_t hash = 0;
   if (cacheable) {
-    auto it = scratch->cache.find(key);
-    if (it != scratch->cache.end()) {
-      ids->insert(ids->end(), it->second.begin(), it->second.end());
+    hash = PieceCache::Hash(key);
+    const uint32_t* cached;
+    size_t n;
+    if (scratch->cache.Find(key, hash, &cached, &n)) {
+      ids->insert(ids->end(), cached, cached + n);
       return;
     }
   }
@@ -214,11 +233,72 @@ void BpeModel::Encode(std::string_view piece, bool prefix_space, BpeScratch* scr
   for (const auto& symbol : symbols) {
     if (symbol.len != 0) ids->push_back(static_cast<int32_t>(symbol.id));
   }
-  if (cacheable) {
-    if (scratch->cache.size() >= BpeScratch::kCacheCapacity) scratch->cache.clear();
-    scratch->cache.emplace(std::string(key),
-                           std::vector<uint32_t>(ids->begin() + start, ids->end()));
+  if (cacheable) scratch->cache.Insert(key, hash, ids->data() + start, ids->size() - start);
+}
+
+namespace {
+
+// memcmp(a, b, n) == 0 without a library call for the short keys of the piece cache.
+inline bool SameBytes(const char* a, const char* b, size_t n) {
+  if (n >= 8) {
+    uint64_t x, y;
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+      std::memcpy(&x, a + i, 8);
+      std::memcpy(&y, b + i, 8);
+      if (x != y) return false;
+    }
+    std::memcpy(&x, a + n - 8, 8);  // the tail, overlapping
+    std::memcpy(&y, b + n - 8, 8);
+    return x == y;
   }
+  for (size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+PieceCache::PieceCache() : slots_(kSlots) {}
+
+uint64_t PieceCache::Hash(std::string_view piece) {
+  const uint64_t h = XXH3_64bits(piece.data(), piece.size());
+  return h == 0 ? 1 : h;
+}
+
+bool PieceCache::Find(std::string_view piece, uint64_t hash, const uint32_t** ids,
+                      size_t* n) const {
+  for (size_t i = hash & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
+    const Slot& slot = slots_[i];
+    if (slot.hash == 0) return false;
+    if (slot.hash == hash && slot.key_len == piece.size() &&
+        SameBytes(keys_.data() + slot.key_at, piece.data(), piece.size())) {
+      *ids = ids_.data() + slot.ids_at;
+      *n = slot.num_ids;
+      return true;
+    }
+  }
+}
+
+void PieceCache::Insert(std::string_view piece, uint64_t hash, const int32_t* ids,
+                        size_t n) {
+  if (size_ >= kCapacity) {
+    std::fill(slots_.begin(), slots_.end(), Slot{});
+    keys_.clear();
+    ids_.clear();
+    size_ = 0;
+  }
+  size_t i = hash & (kSlots - 1);
+  while (slots_[i].hash != 0) i = (i + 1) & (kSlots - 1);
+  Slot& slot = slots_[i];
+  slot.hash = hash;
+  slot.key_at = static_cast<uint32_t>(keys_.size());
+  slot.key_len = static_cast<uint16_t>(piece.size());
+  slot.ids_at = static_cast<uint32_t>(ids_.size());
+  slot.num_ids = static_cast<uint16_t>(n);
+  keys_.append(piece);
+  ids_.insert(ids_.end(), ids, ids + n);
+  ++size_;
 }
 
 }  // namespace stoker::text

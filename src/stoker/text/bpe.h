@@ -37,6 +37,39 @@ struct StringViewHash {
   size_t operator()(std::string_view s) const;
 };
 
+// Bounded memo of piece -> ids, one per thread: pieces shorter than kMaxPieceBytes,
+// cleared when it holds kCapacity entries (the bounds `tokenizers` uses). Open
+// addressing over flat arrays: a lookup is one hash, one probe run and one memcmp, and
+// an insert allocates nothing once the arenas have grown.
+class PieceCache {
+ public:
+  static constexpr size_t kMaxPieceBytes = 256;
+  static constexpr size_t kCapacity = 10000;
+
+  PieceCache();
+  // The cached ids of `piece` (a span into the cache, valid until the next Insert), or
+  // false.
+  bool Find(std::string_view piece, uint64_t hash, const uint32_t** ids, size_t* n) const;
+  // Caller checks piece.size() < kMaxPieceBytes and Find() failed first.
+  void Insert(std::string_view piece, uint64_t hash, const int32_t* ids, size_t n);
+  size_t size() const { return size_; }
+  static uint64_t Hash(std::string_view piece);
+
+ private:
+  static constexpr size_t kSlots = 16384;  // a power of two, load <= 0.61
+  struct Slot {
+    uint64_t hash = 0;  // 0: empty (Hash never returns 0)
+    uint32_t key_at = 0;
+    uint32_t ids_at = 0;
+    uint16_t key_len = 0;
+    uint16_t num_ids = 0;
+  };
+  std::vector<Slot> slots_;
+  std::string keys_;
+  std::vector<uint32_t> ids_;
+  size_t size_ = 0;
+};
+
 // Scratch of one thread.
 struct BpeScratch {
   struct Symbol {
@@ -49,16 +82,13 @@ struct BpeScratch {
     uint32_t rank;
     uint32_t pos;
     uint32_t new_id;
+    uint32_t left;   // the pair's ids when it was queued: the entry is stale once
+    uint32_t right;  // the symbols at pos and after it no longer have them
   };
   std::vector<Symbol> symbols;
   std::vector<Candidate> heap;
   std::string key;
-  // Bounded memo of piece -> ids: pieces shorter than kMaxCachedPieceBytes; cleared
-  // when it reaches kCacheCapacity entries (the same bounds `tokenizers` uses).
-  static constexpr size_t kMaxCachedPieceBytes = 256;
-  static constexpr size_t kCacheCapacity = 10000;
-  std::unordered_map<std::string, std::vector<uint32_t>, StringViewHash, std::equal_to<>>
-      cache;
+  PieceCache cache;
 };
 
 class BpeModel {

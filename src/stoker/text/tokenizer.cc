@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <filesystem>
@@ -348,6 +349,14 @@ Result<std::shared_ptr<Tokenizer>> Tokenizer::Parse(std::string_view json,
     matcher.first_byte[static_cast<uint8_t>(key[0])] = true;
     if (t->model_->TokenToId(token.content) < 0) distinct.insert(token.content);
   }
+  for (AddedMatcher* matcher : {&t->raw_matcher_, &t->normalized_matcher_}) {
+    const auto first = std::find(std::begin(matcher->first_byte),
+                                 std::end(matcher->first_byte), true);
+    if (first != std::end(matcher->first_byte) &&
+        std::count(std::begin(matcher->first_byte), std::end(matcher->first_byte), true) == 1) {
+      matcher->only_first_byte = static_cast<int>(first - std::begin(matcher->first_byte));
+    }
+  }
   size_t model_tokens = 0;  // vocabulary ids may have gaps (o200k's do)
   for (uint32_t id = 0; id < t->model_->size(); ++id) {
     if (!t->model_->token(id).empty()) ++model_tokens;
@@ -367,7 +376,11 @@ void Tokenizer::SplitAdded(std::string_view text, const AddedMatcher& matcher,
   size_t start_offset = 0;
   size_t i = 0;
   while (i < text.size()) {
-    if (!matcher.first_byte[static_cast<uint8_t>(text[i])]) {
+    if (matcher.only_first_byte >= 0) {  // e.g. '<' for every Qwen token: memchr
+      const void* next = std::memchr(text.data() + i, matcher.only_first_byte, text.size() - i);
+      if (next == nullptr) break;
+      i = static_cast<size_t>(static_cast<const char*>(next) - text.data());
+    } else if (!matcher.first_byte[static_cast<uint8_t>(text[i])]) {
       ++i;
       continue;
     }

@@ -107,6 +107,7 @@ class Tokenizer {
   struct AddedMatcher {
     std::vector<int32_t> tokens;  // indexes into added_
     bool first_byte[256] = {};
+    int only_first_byte = -1;  // the one first byte of every token, if they share one
     bool empty() const { return tokens.empty(); }
   };
   // Splits `text` into (added token index or -1, span) runs, as `tokenizers`'

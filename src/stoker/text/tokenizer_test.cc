@@ -33,6 +33,81 @@ TEST(Utf8LossyTest, ReplacesMaximalSubparts) {
   EXPECT_EQ(Utf8Lossy("\xF0\x9F\x98\x80"), "\xF0\x9F\x98\x80");
 }
 
+// IsValidUtf8 (SIMD) agrees with the scalar decoder behind Utf8Lossy, which leaves a
+// string unchanged exactly when it is valid: on every two-byte string, on three- and
+// four-byte sequences around each boundary of the lead-byte table, and on random
+// mostly-ASCII strings of every length up to 300 with a byte flipped somewhere.
+TEST(Utf8Test, ValidationAgreesWithTheScalarDecoder) {
+  auto check = [](const std::string& s) {
+    ASSERT_EQ(IsValidUtf8(s), Utf8Lossy(s) == s) << testing::PrintToString(s);
+  };
+  for (int a = 0; a < 256; ++a) {
+    for (int b = 0; b < 256; ++b) check({static_cast<char>(a), static_cast<char>(b)});
+  }
+  const std::vector<int> edges = {0x00, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xFF};
+  for (int lead = 0xC0; lead < 256; ++lead) {
+    for (int b1 : edges) {
+      for (int b2 : edges) {
+        check({static_cast<char>(lead), static_cast<char>(b1), static_cast<char>(b2)});
+        for (int b3 : edges) {
+          check({static_cast<char>(lead), static_cast<char>(b1), static_cast<char>(b2),
+                 static_cast<char>(b3)});
+        }
+      }
+    }
+  }
+  std::mt19937 rng(11);
+  const std::vector<std::string> pieces = {"a", " ", "\xC3\xA9", "\xE4\xB8\xAD",
+                                           "\xF0\x9F\x98\x80", "\xEF\xBF\xBD"};
+  for (int i = 0; i < 20000; ++i) {
+    std::string s;
+    const size_t n = rng() % 300;
+    while (s.size() < n) s += pieces[rng() % pieces.size()];
+    check(s);
+    if (!s.empty() && (i % 2 == 0)) {
+      s[rng() % s.size()] = static_cast<char>(rng() % 256);
+      check(s);
+    }
+  }
+}
+
+TEST(PieceCacheTest, FindsWhatWasInsertedResolvesCollisionsAndStaysBounded) {
+  PieceCache cache;
+  const int32_t ab[] = {7, 8};
+  const int32_t cd[] = {9};
+  const uint32_t* ids;
+  size_t n;
+  EXPECT_FALSE(cache.Find("ab", PieceCache::Hash("ab"), &ids, &n));
+  cache.Insert("ab", PieceCache::Hash("ab"), ab, 2);
+  // "cd" under the same hash as "ab": a collision the probe must step over.
+  cache.Insert("cd", PieceCache::Hash("ab"), cd, 1);
+  ASSERT_TRUE(cache.Find("ab", PieceCache::Hash("ab"), &ids, &n));
+  EXPECT_EQ(std::vector<uint32_t>(ids, ids + n), (std::vector<uint32_t>{7, 8}));
+  ASSERT_TRUE(cache.Find("cd", PieceCache::Hash("ab"), &ids, &n));
+  EXPECT_EQ(std::vector<uint32_t>(ids, ids + n), (std::vector<uint32_t>{9}));
+  EXPECT_FALSE(cache.Find("cd", PieceCache::Hash("cd"), &ids, &n));
+  EXPECT_FALSE(cache.Find("a", PieceCache::Hash("ab"), &ids, &n));
+  // Long keys that differ in one byte, in the first word, the middle or the tail.
+  const std::string long_key = "abcdefghijklmnopqrst";
+  cache.Insert(long_key, 42, ab, 2);
+  ASSERT_TRUE(cache.Find(long_key, 42, &ids, &n));
+  for (size_t at : {size_t{0}, size_t{9}, long_key.size() - 1}) {
+    std::string other = long_key;
+    other[at] = '#';
+    EXPECT_FALSE(cache.Find(other, 42, &ids, &n)) << other;
+  }
+  // Full: the next insert starts over, so the cache never holds more than kCapacity.
+  for (size_t i = cache.size(); i < PieceCache::kCapacity; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    cache.Insert(key, PieceCache::Hash(key), cd, 1);
+  }
+  EXPECT_EQ(cache.size(), PieceCache::kCapacity);
+  cache.Insert("new", PieceCache::Hash("new"), ab, 2);
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_FALSE(cache.Find("ab", PieceCache::Hash("ab"), &ids, &n));
+  EXPECT_TRUE(cache.Find("new", PieceCache::Hash("new"), &ids, &n));
+}
+
 TEST(NormalizeTest, Nfc) {
   std::string out;
   ASSERT_TRUE(Normalize(NormalizationForm::kNFC, "e\xCC\x81", &out).ok());
@@ -47,7 +122,14 @@ TEST(NormalizeTest, ShortcutAgreesWithWholeTextNormalization) {
       "\xE1\x85\xA1", "\xE1\x86\xA8", "\xEA\xB0\x80", "\xE0\xAF\x86",
       "\xE0\xAE\xBE", "\xE0\xB7\x99", "\xE0\xB7\x8F", "\xE2\x84\xAB", "\xE1\xBB\x87",
       "\xE3\x81\x8B", "\xE3\x82\x99", "\xCD\x84", "\xE0\xA4\x95", "\xE0\xA4\xBC",
-      "\xF0\x9F\x98\x80", "\xC5\xBF", "x"};
+      "\xF0\x9F\x98\x80", "\xC5\xBF", "x",
+      // Thai: a consonant, vowel sign U+0E38 (ccc 103), tone mark U+0E48 (ccc 107),
+      // U+0E33 (compatibility decomposition only). Devanagari: NA, nukta U+093C (ccc 7,
+      // composes into U+0929), vowel sign I, U+0929, U+0958 (a composition exclusion).
+      "\xE0\xB8\x81", "\xE0\xB8\xB8", "\xE0\xB9\x88", "\xE0\xB8\xB3",
+      "\xE0\xA4\xA8", "\xE0\xA4\xBF", "\xE0\xA4\xA9", "\xE0\xA5\x98",
+      // Runs long enough for the eight-byte skip, ASCII and Latin-1.
+      "hello world ", "\xC3\xA0\xC3\xA8\xC3\xAC\xC3\xB2"};
   std::mt19937 rng(3);
   std::uniform_int_distribution<size_t> pick(0, kAtoms.size() - 1);
   for (int i = 0; i < 20000; ++i) {

@@ -1,12 +1,14 @@
 #include "stoker/text/unicode.h"
 
 #include <oniguruma.h>
+#include <simdjson.h>
 #include <utf8proc.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -34,9 +36,8 @@ void AppendUtf8(char32_t cp, std::string* out) {
 
 namespace {
 
-constexpr char32_t kMaxCodePoint = 0x10FFFF;
-constexpr int kBlockBits = 8;  // classes are computed 256 code points at a time
-constexpr size_t kNumBlocks = (kMaxCodePoint >> kBlockBits) + 1;
+constexpr char32_t kMaxCodePoint = detail::kMaxCodePoint;
+constexpr int kBlockBits = detail::kClassBlockBits;
 
 // One anchored regex per class, asked about each code point. Asking Oniguruma (rather
 // than a Unicode library) keeps the hand-written splitter in step with the engine's own
@@ -94,36 +95,27 @@ class ClassProbe {
   OnigRegion* region_ = nullptr;
 };
 
-using Block = std::array<uint16_t, 1u << kBlockBits>;
+}  // namespace
 
-std::atomic<const Block*>* Blocks() {
-  static auto* blocks = new std::atomic<const Block*>[kNumBlocks]();  // lives forever
-  return blocks;
-}
+namespace detail {
 
-const Block* FillBlock(size_t index) {
+std::atomic<const uint16_t*> g_class_blocks[kNumClassBlocks];
+
+const uint16_t* FillClassBlock(size_t index) {
   static std::mutex mu;  // guards the probe; blocks are published atomically
   static ClassProbe* probe = new ClassProbe();
   std::lock_guard<std::mutex> lock(mu);
-  std::atomic<const Block*>& slot = Blocks()[index];
-  if (const Block* done = slot.load(std::memory_order_acquire)) return done;
-  auto* block = new Block();
-  for (size_t i = 0; i < block->size(); ++i) {
-    (*block)[i] = probe->Classify(static_cast<char32_t>((index << kBlockBits) | i));
+  std::atomic<const uint16_t*>& slot = g_class_blocks[index];
+  if (const uint16_t* done = slot.load(std::memory_order_acquire)) return done;
+  auto* block = new uint16_t[size_t{1} << kBlockBits];  // lives forever
+  for (size_t i = 0; i < (size_t{1} << kBlockBits); ++i) {
+    block[i] = probe->Classify(static_cast<char32_t>((index << kBlockBits) | i));
   }
   slot.store(block, std::memory_order_release);
   return block;
 }
 
-}  // namespace
-
-uint16_t CharClasses(char32_t cp) {
-  if (cp > kMaxCodePoint) return 0;
-  const size_t index = cp >> kBlockBits;
-  const Block* block = Blocks()[index].load(std::memory_order_acquire);
-  if (block == nullptr) block = FillBlock(index);
-  return (*block)[cp & ((1u << kBlockBits) - 1)];
-}
+}  // namespace detail
 
 namespace {
 
@@ -153,26 +145,9 @@ Utf8Lead ClassifyLead(uint8_t b0) {
 }  // namespace
 
 bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  const size_t n = s.size();
-  while (i < n) {
-    const auto b0 = static_cast<uint8_t>(s[i]);
-    if (b0 < 0x80) {
-      ++i;
-      continue;
-    }
-    const auto [need, lo, hi] = ClassifyLead(b0);
-    if (need == 0) {
-      return false;
-    }
-    if (i + static_cast<size_t>(need) >= n) return false;
-    for (int k = 1; k <= need; ++k) {
-      const auto b = static_cast<uint8_t>(s[i + k]);
-      if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return false;
-    }
-    i += need + 1;
-  }
-  return true;
+  // simdjson's validator (SIMD, runtime-dispatched) implements the same rules as
+  // ClassifyLead: no overlongs, no surrogates, nothing above U+10FFFF.
+  return simdjson::validate_utf8(s.data(), s.size());
 }
 
 namespace {
@@ -183,9 +158,26 @@ namespace {
 // U+0BBE). Every other character is a "stable" starter: nothing before it reorders
 // or composes across it, so normalization can be cut just before it. Built once from
 // utf8proc's tables, so it follows utf8proc's Unicode version.
+// True if NFC maps the single character `cp` to itself (false for singletons and
+// composition exclusions, which NFC_Quick_Check calls No).
+bool ComposesBackToItself(char32_t cp) {
+  std::string utf8;
+  AppendUtf8(cp, &utf8);
+  utf8proc_uint8_t* nfc = nullptr;
+  const utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(utf8.data()),
+                   static_cast<utf8proc_ssize_t>(utf8.size()), &nfc,
+                   static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  const bool same = n >= 0 && std::string_view(reinterpret_cast<const char*>(nfc),
+                                               static_cast<size_t>(n)) == utf8;
+  std::free(nfc);
+  return same;
+}
+
 class NormalizationQuickCheck {
  public:
   NormalizationQuickCheck() : unstable_(kMaxCodePoint + 1, false) {
+    std::vector<bool> last_parts(kMaxCodePoint + 1, false);
     for (char32_t cp = 0; cp <= kMaxCodePoint; ++cp) {
       if (cp >= 0xD800 && cp <= 0xDFFF) continue;
       const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp));
@@ -196,33 +188,69 @@ class NormalizationQuickCheck {
         const utf8proc_ssize_t n = utf8proc_decompose_char(
             static_cast<utf8proc_int32_t>(cp), parts, 8, UTF8PROC_DECOMPOSE, nullptr);
         // The last part of a canonical pair may be a starter that composes backwards.
-        if (n >= 2 && n <= 8) unstable_[static_cast<char32_t>(parts[n - 1])] = true;
+        if (n >= 2 && n <= 8) {
+          unstable_[static_cast<char32_t>(parts[n - 1])] = true;
+          last_parts[static_cast<char32_t>(parts[n - 1])] = true;
+        }
       }
     }
     // Hangul vowel and trailing jamo compose with what precedes them by rule.
     for (char32_t cp = 0x1160; cp <= 0x11FF; ++cp) unstable_[cp] = true;
+    // Quick check: every unstable character is No or Maybe except combining marks
+    // without a decomposition that no composition ends with, and canonical composites
+    // that NFC keeps (e.g. U+00E9).
+    // Lead byte b starts the code points [first, last]; stable if none is unstable.
+    for (int b = 0xC2; b <= 0xF4; ++b) {
+      const char32_t first = b < 0xE0 ? char32_t(b & 0x1F) << 6
+                             : b < 0xF0 ? char32_t(b & 0x0F) << 12
+                                        : char32_t(b & 0x07) << 18;
+      const char32_t last = b < 0xE0 ? first + 0x3F : b < 0xF0 ? first + 0xFFF : first + 0x3FFFF;
+      bool stable = true;
+      for (char32_t cp = first; cp <= last && cp <= kMaxCodePoint && stable; ++cp) {
+        stable = !unstable_[cp];
+      }
+      stable_lead_[b] = stable;
+    }
+    not_quick_yes_ = unstable_;
+    for (char32_t cp = 0; cp <= kMaxCodePoint; ++cp) {
+      if (!unstable_[cp] || (cp >= 0xD800 && cp <= 0xDFFF)) continue;
+      if (last_parts[cp] || (cp >= 0x1160 && cp <= 0x11FF)) continue;  // Maybe
+      const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp));
+      const bool decomposes = p->decomp_seqindex != UINT16_MAX && p->decomp_type == 0;
+      if (decomposes && !ComposesBackToItself(cp)) continue;  // No
+      not_quick_yes_[cp] = false;
+    }
   }
 
   bool Unstable(char32_t cp) const { return unstable_[cp]; }
+  // True if every character that lead byte `b` (>= 0xC2) starts is stable, e.g. the
+  // bytes of CJK ideographs.
+  bool StableLead(uint8_t b) const { return stable_lead_[b]; }
 
-  // True if `s` (valid UTF-8) is certainly unchanged by canonical normalization.
-  bool Stable(std::string_view s) const {
+  // The quick check of UAX #15 on `s` (valid UTF-8 that starts with a starter): true
+  // when `s` is certainly in NFC, i.e. it holds no character whose NFC_Quick_Check is
+  // No or Maybe (a superset of those is flagged) and its combining marks are in
+  // canonical order. Thai and Devanagari signs, for instance, have a non-zero combining
+  // class but change nothing when they are in order.
+  bool InNfc(std::string_view s) const {
+    uint8_t last = 0;
     for (size_t i = 0; i < s.size();) {
-      // Nothing below U+0300 (lead bytes < 0xCC) is unstable.
-      if (static_cast<uint8_t>(s[i]) < 0xCC) {
-        ++i;
-        continue;
-      }
       int len;
       const char32_t cp = DecodeUtf8(s, i, &len);
-      if (unstable_[cp]) return false;
-      i += len;
+      i += static_cast<size_t>(len);
+      if (not_quick_yes_[cp]) return false;
+      const auto ccc = static_cast<uint8_t>(
+          utf8proc_get_property(static_cast<utf8proc_int32_t>(cp))->combining_class);
+      if (ccc != 0 && last > ccc) return false;
+      last = ccc;
     }
     return true;
   }
 
  private:
   std::vector<bool> unstable_;
+  std::vector<bool> not_quick_yes_;  // NFC_Quick_Check is No or Maybe (or may be)
+  bool stable_lead_[256] = {};
 };
 
 const NormalizationQuickCheck& QuickCheck() {
@@ -261,10 +289,32 @@ Status Normalize(NormalizationForm form, std::string_view s, std::string* out) {
   size_t copied = 0;       // s[0, copied) is in *out
   size_t last_start = 0;   // start of the most recent character
   for (size_t i = 0; i < s.size();) {
+    // Eight bytes at a time while none is a lead byte >= 0xC0 (ASCII and the
+    // continuation bytes of characters already looked at).
+    if (i + 8 <= s.size()) {
+      const size_t from = i;
+      uint64_t word;
+      while (i + 8 <= s.size()) {
+        std::memcpy(&word, s.data() + i, 8);
+        if ((word & (word << 1) & 0x8080808080808080ull) != 0) break;
+        i += 8;
+      }
+      if (i != from) {
+        size_t k = i - 1;  // the start of the last character skipped over
+        while (k > 0 && (static_cast<uint8_t>(s[k]) & 0xC0) == 0x80) --k;
+        last_start = k;
+        if (i == s.size()) break;
+      }
+    }
     const auto b = static_cast<uint8_t>(s[i]);
     if (b < 0xCC) {  // a character below U+0300 (or a continuation byte of one)
       if ((b & 0xC0) != 0x80) last_start = i;
       ++i;
+      continue;
+    }
+    if (check.StableLead(b)) {  // no character this byte starts is unstable
+      last_start = i;
+      i += b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
       continue;
     }
     int len;
@@ -285,7 +335,12 @@ Status Normalize(NormalizationForm form, std::string_view s, std::string* out) {
       end += l;
     }
     out->append(s.substr(copied, begin - copied));
-    STOKER_RETURN_NOT_OK(NormalizeWhole(form, s.substr(begin, end - begin), out));
+    const std::string_view run = s.substr(begin, end - begin);
+    if (check.InNfc(run)) {
+      out->append(run);
+    } else {
+      STOKER_RETURN_NOT_OK(NormalizeWhole(form, run, out));
+    }
     copied = end;
     last_start = end;
     i = end;

@@ -6,6 +6,8 @@
 // code points at a time, with atomic publication.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -48,8 +50,25 @@ enum CharClassBit : uint16_t {
   kLowerLike = 1 << 4,   // [\p{Ll}\p{Lm}\p{Lo}\p{M}]
 };
 
-// The classes of `cp` as Oniguruma (UTF-8, Ruby syntax) sees them.
-uint16_t CharClasses(char32_t cp);
+namespace detail {
+inline constexpr char32_t kMaxCodePoint = 0x10FFFF;
+inline constexpr int kClassBlockBits = 8;  // classes are computed 256 code points at a time
+inline constexpr size_t kNumClassBlocks = (kMaxCodePoint >> kClassBlockBits) + 1;
+// Block b holds the classes of code points b*256 .. b*256+255, or is null until first
+// asked for.
+extern std::atomic<const uint16_t*> g_class_blocks[kNumClassBlocks];
+const uint16_t* FillClassBlock(size_t index);
+}  // namespace detail
+
+// The classes of `cp` as Oniguruma (UTF-8, Ruby syntax) sees them. Inline: the
+// pre-tokenizers ask once per character.
+inline uint16_t CharClasses(char32_t cp) {
+  if (cp > detail::kMaxCodePoint) return 0;
+  const size_t index = cp >> detail::kClassBlockBits;
+  const uint16_t* block = detail::g_class_blocks[index].load(std::memory_order_acquire);
+  if (block == nullptr) [[unlikely]] block = detail::FillClassBlock(index);
+  return block[cp & ((1u << detail::kClassBlockBits) - 1)];
+}
 
 // True if `s` is valid UTF-8 (no surrogates, no overlongs).
 bool IsValidUtf8(std::string_view s);
