@@ -105,6 +105,7 @@ Result<BpeModel> BpeModel::Make(std::vector<std::string> vocab,
   while (capacity < merges.size() * 2) capacity <<= 1;
   model.merge_table_.assign(capacity, MergeSlot{});
   model.merge_mask_ = capacity - 1;
+  model.merge_filter_.assign((size_t{1} << kFilterBits) / 64, 0);
   std::string joined;
   for (uint32_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [a, b] = merges[rank];
@@ -117,6 +118,8 @@ Result<BpeModel> BpeModel::Make(std::vector<std::string> vocab,
                                      "') names a token that is not in the vocabulary");
     }
     const uint64_t key = PairKey(static_cast<uint32_t>(left), static_cast<uint32_t>(right));
+    const uint64_t bit = HashKey(key) >> (64 - kFilterBits);
+    model.merge_filter_[bit >> 6] |= uint64_t{1} << (bit & 63);
     for (uint64_t slot = HashKey(key) & model.merge_mask_;;
          slot = (slot + 1) & model.merge_mask_) {
       MergeSlot& s = model.merge_table_[slot];
@@ -137,7 +140,10 @@ int64_t BpeModel::TokenToId(std::string_view token) const {
 
 std::pair<uint32_t, uint32_t> BpeModel::FindMerge(uint32_t left, uint32_t right) const {
   const uint64_t key = PairKey(left, right);
-  for (uint64_t slot = HashKey(key) & merge_mask_;; slot = (slot + 1) & merge_mask_) {
+  const uint64_t hash = HashKey(key);
+  const uint64_t bit = hash >> (64 - kFilterBits);
+  if ((merge_filter_[bit >> 6] >> (bit & 63) & 1) == 0) return {UINT32_MAX, 0};
+  for (uint64_t slot = hash & merge_mask_;; slot = (slot + 1) & merge_mask_) {
     const MergeSlot& s = merge_table_[slot];
     if (s.key == key) return {s.rank, s.new_id};
     if (s.key == kEmptyKey) return {UINT32_MAX, 0};
@@ -262,42 +268,48 @@ inline bool SameBytes(const char* a, const char* b, size_t n) {
 PieceCache::PieceCache() : slots_(kSlots) {}
 
 uint64_t PieceCache::Hash(std::string_view piece) {
-  const uint64_t h = XXH3_64bits(piece.data(), piece.size());
-  return h == 0 ? 1 : h;
+  return XXH3_64bits(piece.data(), piece.size());
 }
+
+namespace {
+uint32_t Tag(uint64_t hash) { return static_cast<uint32_t>(hash >> 32) | 1u; }
+}  // namespace
 
 bool PieceCache::Find(std::string_view piece, uint64_t hash, const uint32_t** ids,
                       size_t* n) const {
+  const uint32_t tag = Tag(hash);
   for (size_t i = hash & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
     const Slot& slot = slots_[i];
-    if (slot.hash == 0) return false;
-    if (slot.hash == hash && slot.key_len == piece.size() &&
-        SameBytes(keys_.data() + slot.key_at, piece.data(), piece.size())) {
-      *ids = ids_.data() + slot.ids_at;
-      *n = slot.num_ids;
-      return true;
+    if (slot.tag == 0) return false;
+    if (slot.tag != tag) continue;
+    const uint32_t* entry = arena_.data() + slot.at;
+    if ((entry[0] >> 16) != piece.size() ||
+        !SameBytes(reinterpret_cast<const char*>(entry + 1), piece.data(), piece.size())) {
+      continue;
     }
+    *ids = entry + 1 + (piece.size() + 3) / 4;
+    *n = entry[0] & 0xFFFF;
+    return true;
   }
 }
 
 void PieceCache::Insert(std::string_view piece, uint64_t hash, const int32_t* ids,
                         size_t n) {
-  if (size_ >= kCapacity) {
+  const size_t key_words = (piece.size() + 3) / 4;
+  const size_t words = 1 + key_words + n;
+  if (size_ >= kCapacity || arena_.size() + words > kArenaWords) {
     std::fill(slots_.begin(), slots_.end(), Slot{});
-    keys_.clear();
-    ids_.clear();
+    arena_.clear();
     size_ = 0;
   }
   size_t i = hash & (kSlots - 1);
-  while (slots_[i].hash != 0) i = (i + 1) & (kSlots - 1);
-  Slot& slot = slots_[i];
-  slot.hash = hash;
-  slot.key_at = static_cast<uint32_t>(keys_.size());
-  slot.key_len = static_cast<uint16_t>(piece.size());
-  slot.ids_at = static_cast<uint32_t>(ids_.size());
-  slot.num_ids = static_cast<uint16_t>(n);
-  keys_.append(piece);
-  ids_.insert(ids_.end(), ids, ids + n);
+  while (slots_[i].tag != 0) i = (i + 1) & (kSlots - 1);
+  slots_[i] = {Tag(hash), static_cast<uint32_t>(arena_.size())};
+  const size_t at = arena_.size();
+  arena_.resize(at + words, 0);
+  arena_[at] = static_cast<uint32_t>(piece.size() << 16 | n);
+  std::memcpy(arena_.data() + at + 1, piece.data(), piece.size());
+  std::memcpy(arena_.data() + at + 1 + key_words, ids, n * sizeof(uint32_t));
   ++size_;
 }
 

@@ -38,35 +38,42 @@ struct StringViewHash {
 };
 
 // Bounded memo of piece -> ids, one per thread: pieces shorter than kMaxPieceBytes,
-// cleared when it holds kCapacity entries (the bounds `tokenizers` uses). Open
-// addressing over flat arrays: a lookup is one hash, one probe run and one memcmp, and
-// an insert allocates nothing once the arenas have grown.
+// at most kCapacity entries and kArenaWords words of keys and ids; the first insert
+// past either bound starts it over. Open addressing over 8-byte slots, each pointing
+// at one contiguous entry (lengths, key bytes, ids) in an arena: a lookup costs a hash,
+// a short probe run and two cache lines, and an insert allocates nothing once the
+// arena has grown.
 class PieceCache {
  public:
   static constexpr size_t kMaxPieceBytes = 256;
-  static constexpr size_t kCapacity = 10000;
+  static constexpr size_t kCapacity = 40000;
+  static constexpr size_t kArenaWords = size_t{1} << 20;  // 4 MiB
 
   PieceCache();
-  // The cached ids of `piece` (a span into the cache, valid until the next Insert), or
-  // false.
+  // The cached ids of `piece` (valid until the next Insert), or false.
   bool Find(std::string_view piece, uint64_t hash, const uint32_t** ids, size_t* n) const;
-  // Caller checks piece.size() < kMaxPieceBytes and Find() failed first.
+  // Caller checks piece.size() < kMaxPieceBytes and that Find() failed.
   void Insert(std::string_view piece, uint64_t hash, const int32_t* ids, size_t n);
   size_t size() const { return size_; }
   static uint64_t Hash(std::string_view piece);
+  // Starts loading what Find(piece with this hash) will read: the slot, and the entry
+  // if the slot is already in cache and names one. Call it a piece or two ahead.
+  void Prefetch(uint64_t hash) const {
+    const Slot& slot = slots_[hash & (kSlots - 1)];
+    __builtin_prefetch(&slot);
+    if (slot.tag != 0) __builtin_prefetch(arena_.data() + slot.at);
+  }
 
  private:
-  static constexpr size_t kSlots = 16384;  // a power of two, load <= 0.61
+  static constexpr size_t kSlots = 65536;  // a power of two, load <= 0.61
   struct Slot {
-    uint64_t hash = 0;  // 0: empty (Hash never returns 0)
-    uint32_t key_at = 0;
-    uint32_t ids_at = 0;
-    uint16_t key_len = 0;
-    uint16_t num_ids = 0;
+    uint32_t tag = 0;  // high half of the hash, never 0; 0 marks an empty slot
+    uint32_t at = 0;   // the entry's first word in arena_
   };
+  // An entry: one word (key length << 16 | number of ids), the key padded to whole
+  // words, then the ids.
   std::vector<Slot> slots_;
-  std::string keys_;
-  std::vector<uint32_t> ids_;
+  std::vector<uint32_t> arena_;
   size_t size_ = 0;
 };
 
@@ -107,6 +114,13 @@ class BpeModel {
 
   // Appends the ids of `piece` (raw bytes, non-empty) to *ids. `prefix_space` puts a
   // space byte in front of it.
+  // Hint that `piece` (without prefix space) will be encoded soon: its cache lookup
+  // starts now.
+  void Prefetch(std::string_view piece, const BpeScratch& scratch) const {
+    if (!piece.empty() && piece.size() < PieceCache::kMaxPieceBytes) {
+      scratch.cache.Prefetch(PieceCache::Hash(piece));
+    }
+  }
   void Encode(std::string_view piece, bool prefix_space, BpeScratch* scratch,
               std::vector<int32_t>* ids) const;
 
@@ -134,6 +148,11 @@ class BpeModel {
   };
   std::vector<MergeSlot> merge_table_;
   uint64_t merge_mask_ = 0;
+  // One bit per hash of the merge pairs (128 KiB, cache-resident): a clear bit means
+  // "no such merge" without touching the table. About half the lookups of a piece
+  // fail, most of them here.
+  static constexpr int kFilterBits = 20;
+  std::vector<uint64_t> merge_filter_;
   bool ignore_merges_ = false;
 };
 

@@ -518,7 +518,13 @@ Status Tokenizer::Encode(std::string_view text, std::span<const uint32_t> bounda
       }
       const std::string_view part = segment.substr(span.begin, span.end - span.begin);
       pre_tokenizer_->Run(part, &session->pieces, &session->pre);
-      for (const Piece& piece : session->pieces) {
+      const std::vector<Piece>& pieces = session->pieces;
+      for (size_t k = 0; k < pieces.size(); ++k) {
+        const Piece& piece = pieces[k];
+        if (k + 2 < pieces.size() && !pieces[k + 2].prefix_space) {
+          const Piece& ahead = pieces[k + 2];
+          model_->Prefetch(part.substr(ahead.begin, ahead.end - ahead.begin), session->bpe);
+        }
         const size_t first = ids->size();
         model_->Encode(part.substr(piece.begin, piece.end - piece.begin), piece.prefix_space,
                        &session->bpe, ids);

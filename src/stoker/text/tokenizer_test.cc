@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -106,6 +107,20 @@ TEST(PieceCacheTest, FindsWhatWasInsertedResolvesCollisionsAndStaysBounded) {
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_FALSE(cache.Find("ab", PieceCache::Hash("ab"), &ids, &n));
   EXPECT_TRUE(cache.Find("new", PieceCache::Hash("new"), &ids, &n));
+  // Large entries hit the arena bound long before kCapacity entries.
+  PieceCache big;
+  const std::vector<int32_t> many(256, 5);
+  size_t most = 0;
+  for (int i = 0; i < 10000; ++i) {
+    std::string key(255, 'x');
+    key.replace(0, 8, std::to_string(10000000 + i));
+    big.Insert(key, PieceCache::Hash(key), many.data(), many.size());
+    most = std::max(most, big.size());
+    ASSERT_TRUE(big.Find(key, PieceCache::Hash(key), &ids, &n));
+    ASSERT_EQ(n, 256u);
+    ASSERT_EQ(ids[255], 5u);
+  }
+  EXPECT_LE(most, PieceCache::kArenaWords / (1 + 64 + 256));
 }
 
 TEST(NormalizeTest, Nfc) {
