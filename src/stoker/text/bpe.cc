@@ -107,6 +107,8 @@ Result<BpeModel> BpeModel::Make(std::vector<std::string> vocab,
   model.merge_mask_ = capacity - 1;
   model.merge_filter_.assign((size_t{1} << kFilterBits) / 64, 0);
   std::string joined;
+  bool monotone = true;  // new ids strictly increase with rank
+  int64_t previous_merged = -1;
   for (uint32_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [a, b] = merges[rank];
     const int64_t left = model.TokenToId(a);
@@ -129,6 +131,25 @@ Result<BpeModel> BpeModel::Make(std::vector<std::string> vocab,
         break;
       }
     }
+    monotone = monotone && (rank == 0 || merged > previous_merged);
+    previous_merged = merged;
+  }
+  if (monotone && model.id_to_token_.size() <= (size_t{1} << kCompactIdBits)) {
+    model.compact_table_.assign(capacity, kEmptyKey);
+    for (const MergeSlot& slot : model.merge_table_) {
+      if (slot.key == kEmptyKey) continue;
+      const uint64_t left = slot.key >> 32;
+      const uint64_t right = slot.key & 0xFFFFFFFFu;
+      for (uint64_t at = HashKey(slot.key) & model.merge_mask_;;
+           at = (at + 1) & model.merge_mask_) {
+        if (model.compact_table_[at] == kEmptyKey) {
+          model.compact_table_[at] = left << (2 * kCompactIdBits) |
+                                     right << kCompactIdBits | slot.new_id;
+          break;
+        }
+      }
+    }
+    std::vector<MergeSlot>().swap(model.merge_table_);
   }
   return model;
 }
@@ -143,6 +164,18 @@ std::pair<uint32_t, uint32_t> BpeModel::FindMerge(uint32_t left, uint32_t right)
   const uint64_t hash = HashKey(key);
   const uint64_t bit = hash >> (64 - kFilterBits);
   if ((merge_filter_[bit >> 6] >> (bit & 63) & 1) == 0) return {UINT32_MAX, 0};
+  if (!compact_table_.empty()) {
+    const uint64_t want = uint64_t{left} << kCompactIdBits | right;
+    constexpr uint64_t kIdMask = (uint64_t{1} << kCompactIdBits) - 1;
+    for (uint64_t slot = hash & merge_mask_;; slot = (slot + 1) & merge_mask_) {
+      const uint64_t s = compact_table_[slot];
+      if (s == kEmptyKey) return {UINT32_MAX, 0};
+      if ((s >> kCompactIdBits) == want) {
+        const auto new_id = static_cast<uint32_t>(s & kIdMask);
+        return {new_id, new_id};  // the new id stands for the rank (same order)
+      }
+    }
+  }
   for (uint64_t slot = hash & merge_mask_;; slot = (slot + 1) & merge_mask_) {
     const MergeSlot& s = merge_table_[slot];
     if (s.key == key) return {s.rank, s.new_id};

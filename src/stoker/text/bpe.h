@@ -148,6 +148,12 @@ class BpeModel {
   };
   std::vector<MergeSlot> merge_table_;
   uint64_t merge_mask_ = 0;
+  // The same table in 8 bytes a slot (left << 40 | right << 20 | new_id), half the
+  // cache lines, used when every id is below 2^20 and the merges' new ids increase
+  // with their rank (true of trained vocabularies, Qwen's and o200k's among them):
+  // the new id then orders merges as the rank does. merge_table_ is empty then.
+  static constexpr int kCompactIdBits = 20;
+  std::vector<uint64_t> compact_table_;
   // One bit per hash of the merge pairs (128 KiB, cache-resident): a clear bit means
   // "no such merge" without touching the table. About half the lookups of a piece
   // fail, most of them here.

@@ -123,6 +123,47 @@ TEST(PieceCacheTest, FindsWhatWasInsertedResolvesCollisionsAndStaysBounded) {
   EXPECT_LE(most, PieceCache::kArenaWords / (1 + 64 + 256));
 }
 
+// The compact merge table (new ids increasing with rank) and the general one (any
+// order) give the same tokens: the same merges, once with the merged tokens numbered
+// in rank order and once in reverse, on random strings over a small alphabet.
+TEST(BpeModelTest, CompactAndGeneralMergeTablesAgree) {
+  std::vector<std::pair<std::string, std::string>> merges = {
+      {"a", "b"}, {"b", "c"}, {"ab", "c"}, {"c", "a"}, {"a", "a"}, {"ca", "b"},
+      {"aa", "a"}, {"b", "b"}, {"abc", "ab"}, {"c", "c"}, {"bb", "ca"}, {"a", "bc"}};
+  auto vocabulary = [&](bool reverse) {
+    std::vector<std::string> vocab;
+    for (int b = 0; b < 256; ++b) {
+      std::string ch;
+      AppendUtf8(ByteToChar(static_cast<uint8_t>(b)), &ch);
+      vocab.push_back(ch);
+    }
+    std::vector<std::string> merged;
+    for (const auto& [l, r] : merges) merged.push_back(l + r);
+    if (reverse) std::reverse(merged.begin(), merged.end());
+    for (const std::string& m : merged) {
+      if (std::find(vocab.begin(), vocab.end(), m) == vocab.end()) vocab.push_back(m);
+    }
+    return vocab;
+  };
+  auto in_order = BpeModel::Make(vocabulary(false), merges, false);
+  auto reversed = BpeModel::Make(vocabulary(true), merges, false);
+  ASSERT_TRUE(in_order.ok() && reversed.ok());
+  std::mt19937 rng(5);
+  BpeScratch s1, s2;
+  for (int i = 0; i < 5000; ++i) {
+    std::string piece;
+    const size_t n = 1 + rng() % 12;
+    for (size_t k = 0; k < n; ++k) piece += "abc"[rng() % 3];
+    std::vector<int32_t> a, b;
+    in_order->Encode(piece, false, &s1, &a);
+    reversed->Encode(piece, false, &s2, &b);
+    std::vector<std::string> ta, tb;
+    for (int32_t id : a) ta.push_back(in_order->token(static_cast<uint32_t>(id)));
+    for (int32_t id : b) tb.push_back(reversed->token(static_cast<uint32_t>(id)));
+    ASSERT_EQ(ta, tb) << piece;
+  }
+}
+
 TEST(NormalizeTest, Nfc) {
   std::string out;
   ASSERT_TRUE(Normalize(NormalizationForm::kNFC, "e\xCC\x81", &out).ok());
