@@ -1,16 +1,18 @@
 """Tokenizer throughput: stoker.text.Tokenizer against Hugging Face `tokenizers`, same
 tokenizer.json, same texts, same run, one thread.
 
-    .venv/bin/python benchmarks/bench_text.py [--vocab qwen3|o200k|both] [--mb 4] [--repeat 3]
+    .venv/bin/python benchmarks/bench_text.py [--vocab qwen3|o200k|both] [--mb 50] [--repeat 1]
 
-The corpus is generated multilingual prose (Latin, Cyrillic, Greek, CJK, Arabic,
-Devanagari, Thai, emoji, code) cut into documents of about 1 KB. Measured: single
-calls (``encode`` in a loop) and ``encode_batch``; both sides are pinned to one thread
-(RAYON_RS_NUM_CPUS=1 for tokenizers, num_threads=1 for Stoker). Every run checks that
-the ids are identical before it prints a figure. When transformers is importable, also
-times per-sample text preparation: Stoker's encode_sample against
-``apply_chat_template`` + ``__call__`` of a transformers tokenizer (text only, the
-same conversation).
+The corpus (see make_corpus) is half real English prose and code (the Python standard
+library's sources) and half generated prose in eleven other scripts (Latin with
+accents, Cyrillic, Greek, Arabic, Devanagari, Thai, CJK, Hangul) with Zipf-distributed
+words, numbers and long digit runs, emoji, URLs, contractions and runs of whitespace,
+cut into documents of about 1 KB. Measured: single calls (``encode`` in a loop) and
+``encode_batch``; both sides are pinned to one thread (RAYON_RS_NUM_CPUS=1 for
+tokenizers, num_threads=1 for Stoker). Every run checks that the ids are identical
+before it prints a figure. When transformers is importable, also times per-sample text
+preparation: Stoker's encode_sample against ``apply_chat_template`` + ``__call__`` of a
+transformers tokenizer (text only, the same conversation).
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ import os
 os.environ.setdefault("RAYON_RS_NUM_CPUS", "1")  # before tokenizers starts its pool
 
 import argparse
+import itertools
 import lzma
 import pathlib
 import random
+import sysconfig
 import tempfile
 import time
 
@@ -49,13 +53,122 @@ SENTENCES = [
 ]
 
 
+# The generated corpus. Prose in each script is made of words built from syllables of
+# that script and drawn with Zipf frequencies (a few words are very common, most are
+# rare), so pieces repeat as in real text without the tokenizer's piece cache holding
+# the whole corpus. English prose and code are real: docstrings, comments and code of
+# the Python standard library installed with the interpreter running the benchmark.
+def _chars(text: str) -> list[str]:
+    return text.split() if " " in text else list(text)
+
+
+SYLLABLES = {  # (onsets, nuclei, codas, syllables per word, word separator)
+    "german": (_chars("b d f g h k l m n p r s t w z sch st ch"), _chars("a e i o u ä ö ü ei au ie"),
+               _chars("n r s t ch ng l"), (1, 4), " "),
+    "french": (_chars("b c d f g j l m n p r s t v qu"), _chars("a e i o u é è ou ai on an eu"),
+               _chars("s t r x"), (1, 3), " "),
+    "spanish": (_chars("b c d f g l m n p r s t v ll ch"), _chars("a e i o u ió ué á"),
+                _chars("s n r l"), (1, 4), " "),
+    "russian": (_chars("б в г д ж з к л м н п р с т ф х ц ч ш"), _chars("а е и о у ы я ю ё"),
+                _chars("й н т с л р"), (1, 4), " "),
+    "greek": (_chars("β γ δ θ κ λ μ ν π ρ σ τ φ χ"), _chars("α ε η ι ο υ ω ά έ ί ό"),
+              _chars("ς ν"), (1, 4), " "),
+    "arabic": (_chars("ب ت ث ج ح خ د ر ز س ش ص ع ف ق ك ل م ن ه و ي"), _chars("ا و ي َ ِ ُ"),
+               _chars("ة ن م"), (1, 3), " "),
+    "hindi": (_chars("क ख ग घ च ज ट ड त थ द न प ब म य र ल व स ह"), _chars("ा ि ी ु ू े ै ो ौ ं"),
+              _chars("न म र"), (1, 3), " "),
+    "thai": (_chars("ก ข ค ง จ ช ด ต ท น บ ป พ ม ย ร ล ว ส ห อ"), _chars("า ิ ี ึ ุ ู เ แ ั ่ ้"),
+             _chars("ก ง น ม ย ว"), (1, 3), ""),
+}
+# Scripts without syllables: words of 1-3 characters from a set of common ones.
+CHARACTERS = {
+    "chinese": ([chr(c) for c in range(0x4E00, 0x4E00 + 3500)], (1, 3), "", "，。！？、"),
+    "japanese": ([chr(c) for c in range(0x3041, 0x3094)] * 3 +
+                 [chr(c) for c in range(0x4E00, 0x4E00 + 1500)], (2, 5), "", "、。"),
+    "korean": ([chr(c) for c in range(0xAC00, 0xAC00 + 11172, 7)], (1, 4), " ", ".?"),
+}
+EMOJI = [*map(chr, range(0x1F600, 0x1F64F)), "👍🏽", "👩‍💻", "🇫🇷", "❤️", "✨", "🚀"]
+GAPS = ["\n\n", "\n", " ", "  ", "\t\t", "\r\n", "\u3000"]
+
+
+def _stdlib_text(rng: random.Random, megabytes: float) -> list[str]:
+    """Chunks of about 1 KB of the standard library's Python sources, in random order."""
+    root = pathlib.Path(sysconfig.get_paths()["stdlib"])
+    skip = {"test", "tests", "site-packages", "dist-packages"}
+    files = sorted(p for p in root.rglob("*.py") if not skip.intersection(p.parts))
+    rng.shuffle(files)
+    chunks, size = [], 0
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        for at in range(0, len(text), 1000):
+            chunks.append(text[at:at + 1000])
+            size += len(chunks[-1].encode())
+        if size >= megabytes * 1e6:
+            break
+    return chunks
+
+
 def make_corpus(megabytes: float, seed: int = 0) -> list[str]:
+    """About `megabytes` of documents of ~1 KB: half real English and code (see above),
+    half generated prose in eleven other scripts with numbers, digit runs, emoji,
+    URLs, contractions and runs of spaces, tabs and newlines."""
     rng = random.Random(seed)
-    docs, size = [], 0
+    ranks = range(5000)
+    cumulative = list(itertools.accumulate(1.0 / (r + 2) for r in ranks))  # Zipf-like
+    vocabularies: dict[str, tuple[list[str], str, str]] = {}
+    for name, (onsets, nuclei, codas, (lo, hi), sep) in SYLLABLES.items():
+        words = set()
+        while len(words) < len(ranks):
+            words.add("".join(rng.choice(onsets) + rng.choice(nuclei) +
+                              (rng.choice(codas) if rng.random() < 0.3 else "")
+                              for _ in range(rng.randint(lo, hi))))
+        vocabularies[name] = (sorted(words), sep, "" if name == "thai" else ".!?;:")
+    for name, (chars, (lo, hi), sep, stops) in CHARACTERS.items():
+        words = {"".join(rng.choices(chars, k=rng.randint(lo, hi))) for _ in range(len(ranks))}
+        vocabularies[name] = (sorted(words), sep, stops)
+
+    def number() -> str:
+        kind = rng.random()
+        if kind < 0.4:
+            return str(rng.randint(0, 10 ** rng.randint(1, 6)))
+        if kind < 0.6:
+            return f"{rng.uniform(0, 1000):.{rng.randint(1, 5)}f}"
+        if kind < 0.8:
+            return f"{rng.randint(1000, 10 ** 9):,}"
+        return "".join(rng.choice("0123456789") for _ in range(rng.randint(8, 40)))
+
+    def paragraph() -> str:
+        words, sep, stops = vocabularies[rng.choice(list(vocabularies))]
+        sentences = []
+        for _ in range(rng.randint(1, 4)):
+            sentence = rng.choices(words, cum_weights=cumulative[:len(words)],
+                                   k=rng.randint(4, 18))
+            for _ in range(rng.randint(0, 2)):
+                sentence.insert(rng.randrange(len(sentence) + 1), number())
+            if rng.random() < 0.15:
+                sentence.insert(rng.randrange(len(sentence) + 1), rng.choice(EMOJI))
+            if rng.random() < 0.1:
+                sentence.insert(rng.randrange(len(sentence) + 1),
+                                f"https://example.com/{rng.choice(words)}?id={rng.randint(1, 99999)}")
+            if rng.random() < 0.1 and sep == " ":
+                sentence[0] += rng.choice(["'s", "'re", "'ll", "'T", "'VE"])
+            sentences.append(sep.join(sentence) + (rng.choice(stops) if stops else ""))
+        gap = rng.choice(GAPS + ["\n" + " " * rng.randint(2, 24), " " * rng.randint(8, 64)])
+        return sep.join(sentences) + gap
+
+    docs = _stdlib_text(rng, megabytes / 2)
+    size = sum(len(d.encode()) for d in docs)
     while size < megabytes * 1e6:
-        doc = " ".join(rng.choice(SENTENCES) for _ in range(rng.randint(6, 14)))
-        docs.append(doc)
-        size += len(doc.encode())
+        doc, doc_bytes, target = [], 0, rng.randint(600, 1600)
+        while doc_bytes < target:
+            doc.append(paragraph())
+            doc_bytes += len(doc[-1].encode())
+        docs.append("".join(doc))
+        size += doc_bytes
+    rng.shuffle(docs)
     return docs
 
 
@@ -171,8 +284,8 @@ def bench_samples(repeat: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vocab", default="both", choices=["qwen3", "o200k", "both"])
-    parser.add_argument("--mb", type=float, default=4.0)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--mb", type=float, default=50.0, help="corpus size in MB")
+    parser.add_argument("--repeat", type=int, default=1, help="best of this many runs")
     args = parser.parse_args()
     docs = make_corpus(args.mb)
     for name in (["qwen3", "o200k"] if args.vocab == "both" else [args.vocab]):
