@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "stoker/text/unicode.h"
 
@@ -235,6 +236,62 @@ void BpeModel::MergeAll(BpeScratch* scratch) const {
   }
 }
 
+void BpeModel::PrefetchPair(uint32_t left, uint32_t right) const {
+  const uint64_t hash = HashKey(PairKey(left, right));
+  const uint64_t bit = hash >> (64 - kFilterBits);
+  if ((merge_filter_[bit >> 6] >> (bit & 63) & 1) == 0) return;
+  if (!compact_table_.empty()) {
+    __builtin_prefetch(compact_table_.data() + (hash & merge_mask_));
+  } else {
+    __builtin_prefetch(merge_table_.data() + (hash & merge_mask_));
+  }
+}
+
+void BpeModel::MergeShort(BpeScratch* scratch) const {
+  auto& symbols = scratch->symbols;
+  const int n = static_cast<int>(symbols.size());
+  if (n < 2) return;
+  // rank[i], new_id[i]: the merge of the pair starting at live symbol i (UINT32_MAX:
+  // none). The pair to merge next is the lowest rank, leftmost first, as the heap of
+  // MergeAll orders them; a scan of at most 64 entries beats the heap's bookkeeping.
+  uint32_t rank[BpeScratch::kMaxShortPiece];
+  uint32_t new_id[BpeScratch::kMaxShortPiece];
+  for (int i = 0; i + 1 < n; ++i) PrefetchPair(symbols[i].id, symbols[i + 1].id);
+  for (int i = 0; i + 1 < n; ++i) {
+    std::tie(rank[i], new_id[i]) = FindMerge(symbols[i].id, symbols[i + 1].id);
+  }
+  rank[n - 1] = UINT32_MAX;
+  while (true) {
+    int best = -1;
+    uint32_t best_rank = UINT32_MAX;
+    for (int i = 0; i >= 0; i = symbols[i].next) {  // symbol 0 is always live
+      if (rank[i] < best_rank) {
+        best_rank = rank[i];
+        best = i;
+      }
+    }
+    if (best < 0) return;
+    BpeScratch::Symbol& left = symbols[best];
+    BpeScratch::Symbol& right = symbols[left.next];
+    left.id = new_id[best];
+    left.len += right.len;
+    left.next = right.next;
+    right.len = 0;
+    const int prev = left.prev;
+    const int next = left.next;
+    if (next >= 0) symbols[next].prev = best;
+    // The two pairs the merge changed; their lookups overlap.
+    if (prev >= 0) PrefetchPair(symbols[prev].id, left.id);
+    if (next >= 0) PrefetchPair(left.id, symbols[next].id);
+    if (prev >= 0) std::tie(rank[prev], new_id[prev]) = FindMerge(symbols[prev].id, left.id);
+    if (next >= 0) {
+      std::tie(rank[best], new_id[best]) = FindMerge(left.id, symbols[next].id);
+    } else {
+      rank[best] = UINT32_MAX;
+    }
+  }
+}
+
 void BpeModel::Encode(std::string_view piece, bool prefix_space, BpeScratch* scratch,
                       std::vector<int32_t>* ids) const {
   std::string_view key = piece;
@@ -272,7 +329,11 @@ void BpeModel::Encode(std::string_view piece, bool prefix_space, BpeScratch* scr
     symbols.push_back({id, n - 1, -1, 1});
     if (n > 0) symbols[n - 1].next = n;
   }
-  MergeAll(scratch);
+  if (symbols.size() <= std::min(scratch->short_piece_limit, BpeScratch::kMaxShortPiece)) {
+    MergeShort(scratch);
+  } else {
+    MergeAll(scratch);
+  }
   const size_t start = ids->size();
   for (const auto& symbol : symbols) {
     if (symbol.len != 0) ids->push_back(static_cast<int32_t>(symbol.id));

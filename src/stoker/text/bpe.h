@@ -96,6 +96,10 @@ struct BpeScratch {
   std::vector<Candidate> heap;
   std::string key;
   PieceCache cache;
+  // Pieces of at most this many bytes merge by scanning a small array of pair ranks
+  // instead of through the heap (same order, less work); tests set 0 to force the heap.
+  static constexpr size_t kMaxShortPiece = 64;
+  size_t short_piece_limit = kMaxShortPiece;
 };
 
 class BpeModel {
@@ -132,6 +136,10 @@ class BpeModel {
 
  private:
   void MergeAll(BpeScratch* scratch) const;
+  // MergeAll for at most BpeScratch::kMaxShortPiece symbols.
+  void MergeShort(BpeScratch* scratch) const;
+  // Starts loading the table slot of the pair (when the filter does not rule it out).
+  void PrefetchPair(uint32_t left, uint32_t right) const;
   // (rank, new id) of the pair, or rank == UINT32_MAX.
   std::pair<uint32_t, uint32_t> FindMerge(uint32_t left, uint32_t right) const;
 

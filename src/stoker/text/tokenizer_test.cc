@@ -125,8 +125,9 @@ TEST(PieceCacheTest, FindsWhatWasInsertedResolvesCollisionsAndStaysBounded) {
 
 // The compact merge table (new ids increasing with rank) and the general one (any
 // order) give the same tokens: the same merges, once with the merged tokens numbered
-// in rank order and once in reverse, on random strings over a small alphabet.
-TEST(BpeModelTest, CompactAndGeneralMergeTablesAgree) {
+// in rank order and once in reverse, on random strings over a small alphabet. And
+// the short-piece merge loop agrees with the heap on both.
+TEST(BpeModelTest, CompactAndGeneralMergeTablesAndBothLoopsAgree) {
   std::vector<std::pair<std::string, std::string>> merges = {
       {"a", "b"}, {"b", "c"}, {"ab", "c"}, {"c", "a"}, {"a", "a"}, {"ca", "b"},
       {"aa", "a"}, {"b", "b"}, {"abc", "ab"}, {"c", "c"}, {"bb", "ca"}, {"a", "bc"}};
@@ -149,18 +150,24 @@ TEST(BpeModelTest, CompactAndGeneralMergeTablesAgree) {
   auto reversed = BpeModel::Make(vocabulary(true), merges, false);
   ASSERT_TRUE(in_order.ok() && reversed.ok());
   std::mt19937 rng(5);
-  BpeScratch s1, s2;
+  BpeScratch short_in_order, short_reversed, heap_in_order, heap_reversed;
+  heap_in_order.short_piece_limit = 0;
+  heap_reversed.short_piece_limit = 0;
+  auto tokens = [](const BpeModel& model, BpeScratch* scratch, const std::string& piece) {
+    std::vector<int32_t> ids;
+    model.Encode(piece, false, scratch, &ids);
+    std::vector<std::string> out;
+    for (int32_t id : ids) out.push_back(model.token(static_cast<uint32_t>(id)));
+    return out;
+  };
   for (int i = 0; i < 5000; ++i) {
     std::string piece;
-    const size_t n = 1 + rng() % 12;
+    const size_t n = 1 + rng() % 80;  // both sides of BpeScratch::kMaxShortPiece
     for (size_t k = 0; k < n; ++k) piece += "abc"[rng() % 3];
-    std::vector<int32_t> a, b;
-    in_order->Encode(piece, false, &s1, &a);
-    reversed->Encode(piece, false, &s2, &b);
-    std::vector<std::string> ta, tb;
-    for (int32_t id : a) ta.push_back(in_order->token(static_cast<uint32_t>(id)));
-    for (int32_t id : b) tb.push_back(reversed->token(static_cast<uint32_t>(id)));
-    ASSERT_EQ(ta, tb) << piece;
+    const auto want = tokens(*in_order, &heap_in_order, piece);
+    ASSERT_EQ(tokens(*reversed, &heap_reversed, piece), want) << piece;
+    ASSERT_EQ(tokens(*in_order, &short_in_order, piece), want) << piece;
+    ASSERT_EQ(tokens(*reversed, &short_reversed, piece), want) << piece;
   }
 }
 
