@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import os
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -33,45 +32,22 @@ MODELS = ("qwen2-vl", "qwen2.5-vl", "qwen3-vl")
 LABEL_MODES = ("assistant", "last_assistant", "all")
 
 
-#: (resize factor = patch size x merge size, min_pixels, max_pixels) of each family's
-#: published preprocessor_config.json.
-_RESIZE = {"qwen2-vl": (28, 3136, 12845056), "qwen2.5-vl": (28, 3136, 12845056),
-           "qwen3-vl": (32, 65536, 16777216)}
-_PATCH = {"qwen2-vl": 14, "qwen2.5-vl": 14, "qwen3-vl": 16}
-
-
 def image_grid(height: int, width: int, model: str = "qwen2-vl", *,
                min_pixels: int | None = None, max_pixels: int | None = None
                ) -> tuple[int, int, int]:
     """The ``(t, h, w)`` patch grid the model's image processor gives an image of
-    ``height`` x ``width`` pixels: transformers' ``smart_resize`` (round half to even,
-    then scale into [min_pixels, max_pixels]) divided by the patch size.
-
-    Defaults are the published checkpoints' limits. Stoker's vision stage will compute
-    this (and the pixels) itself; this helper lets text be prepared from image sizes.
+    ``height`` x ``width`` pixels: :func:`stoker.vision.smart_resize` (transformers'
+    rule: round half to even, then scale into [min_pixels, max_pixels]) divided by the
+    patch size. Defaults are the published checkpoints' limits.
     """
-    if model not in _RESIZE:
+    from stoker import vision  # the vision stage owns the resize rule
+
+    if model not in MODELS:
         raise ValueError(f"unknown model {model!r} (expected one of {', '.join(MODELS)})")
-    factor, lo, hi = _RESIZE[model]
-    lo = lo if min_pixels is None else min_pixels
-    hi = hi if max_pixels is None else max_pixels
-    if min(height, width) <= 0:
-        raise ValueError(f"image size must be positive, got {height}x{width}")
-    if max(height, width) / min(height, width) > 200:
-        raise ValueError("absolute aspect ratio must be smaller than 200, got "
-                         f"{max(height, width) / min(height, width)}")
-    h_bar = round(height / factor) * factor
-    w_bar = round(width / factor) * factor
-    if h_bar * w_bar > hi:
-        beta = math.sqrt((height * width) / hi)
-        h_bar = max(factor, math.floor(height / beta / factor) * factor)
-        w_bar = max(factor, math.floor(width / beta / factor) * factor)
-    elif h_bar * w_bar < lo:
-        beta = math.sqrt(lo / (height * width))
-        h_bar = math.ceil(height * beta / factor) * factor
-        w_bar = math.ceil(width * beta / factor) * factor
-    patch = _PATCH[model]
-    return (1, h_bar // patch, w_bar // patch)
+    config = vision.resolve_config(model, min_pixels=min_pixels, max_pixels=max_pixels)
+    resized_h, resized_w = vision.smart_resize(height, width, model, min_pixels=min_pixels,
+                                               max_pixels=max_pixels)
+    return (1, resized_h // config.patch_size, resized_w // config.patch_size)
 
 
 def _why_not_text(text: Any) -> str:
