@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import stoker
+from fault_proxy import FaultProxy
 from s3_server import BUCKET, start_s3, store_options
 from test_model_inputs import _images_of, _lines, _make_corpus
 
@@ -103,6 +104,24 @@ def test_batches_from_s3_equal_local(remote, tokenizer_files, with_model_inputs)
     assert io["bytes"] == sum(p.stat().st_size for p in (manifest.parent / "images").iterdir())
     # ... and absolute URIs in the manifest.
     _same(_epoch(stoker.Loader(uri_manifest, storage=store, **common)), local)
+
+
+def test_reads_run_ahead_of_a_single_worker(remote):
+    """One CPU worker, yet the images of the admitted batches are read concurrently:
+    the scheduler starts their reads ahead of the worker. Every request is delayed by
+    a proxy; both sides see reads overlap."""
+    s3, manifest, _ = remote
+    n_images = sum(len(_images_of(s)) for s in _lines(manifest))
+    with FaultProxy(s3.port, fault_rate=1.0, faults=("latency",), latency_s=0.1) as proxy:
+        store = stoker.io.ObjectStore(**store_options(
+            s3, endpoint_url=f"http://127.0.0.1:{proxy.port}"))
+        loader = stoker.Loader(manifest, image_root=f"s3://{BUCKET}/data/", storage=store,
+                               batch_size=4, num_threads=1, prefetch=2, output="numpy")
+        assert sum(len(b["sample_keys"]) for b in loader) == 18
+        assert proxy.max_active > 1
+    io = loader.stats()["io"]
+    assert io["reads_ok"] == n_images and io["reads_failed"] == 0  # each image read once
+    assert io["peak_in_flight"] > 1
 
 
 def test_missing_object_names_sample_and_uri(remote, tmp_path):

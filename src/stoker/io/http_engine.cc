@@ -114,6 +114,7 @@ struct HttpEngine::Impl {
   std::atomic<uint64_t> reads_ok{0}, reads_failed{0}, requests{0}, bytes{0}, retries{0},
       resumed{0}, budget_exhausted{0};
   std::atomic<int64_t> in_flight{0}, bytes_in_flight{0};
+  std::atomic<int64_t> peak_in_flight{0};  // written by the IO thread only
   mutable std::mutex metrics_mutex;
   std::map<std::string, uint64_t> retries_by_reason, errors_by_reason;
   IoMetrics::Histogram ttfb{}, total{};
@@ -310,7 +311,10 @@ void HttpEngine::Impl::StartAttempt(std::unique_ptr<Job> job) {
                       std::string("curl_multi_add_handle: ") + curl_multi_strerror(mc)));
     return;
   }
-  in_flight++;
+  const int64_t running = ++in_flight;
+  if (running > peak_in_flight.load(std::memory_order_relaxed)) {
+    peak_in_flight.store(running, std::memory_order_relaxed);
+  }
   active.insert(job.release());
 }
 
@@ -665,6 +669,7 @@ IoMetrics HttpEngine::Metrics() const {
   m.resumed = impl_->resumed;
   m.budget_exhausted = impl_->budget_exhausted;
   m.in_flight = impl_->in_flight;
+  m.peak_in_flight = impl_->peak_in_flight;
   m.bytes_in_flight = impl_->bytes_in_flight;
   std::lock_guard lock(impl_->metrics_mutex);
   m.retries_by_reason = impl_->retries_by_reason;

@@ -72,6 +72,7 @@ struct IoMetrics {
   uint64_t resumed = 0;  // retries that resumed a body with Range + If-Match
   uint64_t budget_exhausted = 0;
   int64_t in_flight = 0;  // HTTP transfers running now
+  int64_t peak_in_flight = 0;  // the most that ever ran at once
   int64_t bytes_in_flight = 0;
   std::map<std::string, uint64_t> retries_by_reason;
   std::map<std::string, uint64_t> errors_by_reason;

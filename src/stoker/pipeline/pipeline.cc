@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "stoker/io/local_file.h"
+#include "stoker/pipeline/read_ahead.h"
 
 namespace stoker::pipeline {
 
@@ -101,12 +102,23 @@ void Pipeline::ScheduleLoop() {
     slot->remaining.store(static_cast<int64_t>(scheduled_refs_.size()));
     for (size_t i = 0; i < scheduled_refs_.size(); ++i) {
       slot->samples[i].ref = scheduled_refs_[i];
+      if (options_.store) slot->samples[i].reads = StartReads(scheduled_refs_[i]);
       Status st = workers_->Submit([this, slot, i](int worker) {
         ProcessSample(slot, i, scratch_[static_cast<size_t>(worker)]);
       });
       if (!st.ok()) return;  // shut down
     }
   }
+}
+
+std::shared_ptr<ImageReads> Pipeline::StartReads(const plan::SampleRef& ref) {
+  const manifest::Source& source = *sources_[ref.source];
+  if (!schedule_parser_.Parse(source.Sample(ref.index).text, &schedule_conversation_).ok() ||
+      schedule_conversation_.images.empty()) {
+    return nullptr;
+  }
+  return ImageReads::Start(*options_.store, source.image_root(),
+                           schedule_conversation_.images, stop_.get_token());
 }
 
 void Pipeline::ProcessSample(const std::shared_ptr<BatchSlot>& slot, size_t position,
@@ -137,6 +149,8 @@ void Pipeline::RunAttempts(BatchSlot& slot, size_t position, WorkerScratch& scra
                             : plan_.Replacement(slot.index, static_cast<int64_t>(position),
                                                 first_attempt - 1);
   for (int attempt = first_attempt;; ++attempt) {
+    // Reads ahead were for the planned sample only; a substitute reads its own images.
+    if (attempt > 0) out.reads.reset();
     out.ref = ref;
     out.attempts = attempt + 1;
     out.sample_key = sources_[ref.source]->SampleKey(ref.index);
@@ -234,14 +248,19 @@ void Pipeline::AdmitPixels(const std::shared_ptr<BatchSlot>& slot, WorkerScratch
 }
 
 bool Pipeline::AcquirePixels(BatchSlot& slot) {
-  slot.pixels = std::make_shared<PooledTensor>();
-  Result<Buffer> buffer = pool_->Acquire(static_cast<size_t>(slot.budget_bytes));
+  slot.pixels = NewPixels(slot, static_cast<size_t>(slot.budget_bytes));
+  return slot.pixels != nullptr;
+}
+
+std::shared_ptr<PooledTensor> Pipeline::NewPixels(BatchSlot& slot, size_t bytes) {
+  Result<Buffer> buffer = pool_->Acquire(bytes);
   if (!buffer.ok()) {
     slot.samples.front().status = buffer.status().WithContext("pixel_values of the batch");
-    return false;
+    return nullptr;
   }
-  slot.pixels->buffer = std::move(*buffer);
-  return true;
+  auto pixels = std::make_shared<PooledTensor>();
+  pixels->buffer = std::move(*buffer);
+  return pixels;
 }
 
 void Pipeline::SubmitPixels(const std::shared_ptr<BatchSlot>& slot) {
@@ -345,15 +364,11 @@ void Pipeline::FinishModelBatch(const std::shared_ptr<BatchSlot>& slot,
       if (!sample.status.ok()) return Deliver(slot);
       replaced[i] = scratch.repair_pixels;
     }
-    auto pixels = std::make_shared<PooledTensor>();
     int64_t rows = 0;
     for (const SampleOutput& sample : slot->samples) rows += sample.prepared.num_patches();
-    Result<Buffer> buffer = pool_->Acquire(static_cast<size_t>(rows * row) * sizeof(float));
-    if (!buffer.ok()) {
-      slot->samples.front().status = buffer.status().WithContext("pixel_values of the batch");
-      return Deliver(slot);
-    }
-    pixels->buffer = std::move(*buffer);
+    std::shared_ptr<PooledTensor> pixels =
+        NewPixels(*slot, static_cast<size_t>(rows * row) * sizeof(float));
+    if (pixels == nullptr) return Deliver(slot);
     float* dst = reinterpret_cast<float*>(pixels->buffer.data());
     const float* old = reinterpret_cast<const float*>(slot->pixels->buffer.data());
     int64_t at = 0;
@@ -393,7 +408,7 @@ Status Pipeline::PrepareSample(const plan::SampleRef& ref, SampleOutput& out,
   out.json.assign(line.text);
   return options_.model
       ->Prepare(line.text, source.image_root(), options_.store.get(), &out.prepared,
-                &scratch.sample, metrics_.get())
+                &scratch.sample, metrics_.get(), out.reads.get())
       .WithContext(out.sample_key);
 }
 
@@ -412,11 +427,12 @@ Status Pipeline::LoadSample(const plan::SampleRef& ref, SampleOutput& out,
   decode_options.max_pixels = options_.max_image_pixels;
   const std::vector<std::string>& images = scratch.sample.conversation.images;
   out.images.reserve(images.size());
-  for (const std::string& image : images) {
+  for (size_t i = 0; i < images.size(); ++i) {
+    const std::string& image = images[i];
     if (stop_.stop_requested()) return status::Cancelled("pipeline closed");
     t0 = Clock::now();
     Status read = ReadImage(source.image_root(), image, options_.store.get(),
-                            &scratch.file_bytes);
+                            &scratch.file_bytes, out.reads.get(), i);
     metrics_->read.Add(NanosSince(t0), 1, static_cast<int64_t>(scratch.file_bytes.size()));
     STOKER_RETURN_NOT_OK(read);
     t0 = Clock::now();

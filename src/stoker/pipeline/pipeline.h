@@ -85,6 +85,8 @@ struct SampleOutput {
   std::string json;  // the raw manifest line
   std::vector<codec::DecodedImage> images;  // raw-image batches
   PreparedSample prepared;                   // model-input batches
+  // With an object store: the planned sample's images, read ahead by the scheduler.
+  std::shared_ptr<ImageReads> reads;
   int attempts = 0;          // samples tried for this slot (the planned one first)
   int dropped_overlong = 0;  // of those, replaced for being over max_length (kDrop)
   bool truncated = false;    // cut to max_length (kTruncate)
@@ -156,6 +158,9 @@ class Pipeline {
   // After phase 2: replaces failed samples under kSkip, collates, hands the batch on.
   void FinishModelBatch(const std::shared_ptr<BatchSlot>& slot, WorkerScratch& scratch);
   void Deliver(const std::shared_ptr<BatchSlot>& slot);
+  // Starts reading the images of `ref` through the store; null when it names none or
+  // its line does not parse (the worker then reports the error).
+  std::shared_ptr<ImageReads> StartReads(const plan::SampleRef& ref);
   // Phase 2 of `slot` under the byte budget: starts it now, or defers it until a
   // delivery frees enough (ReleaseBudget).
   void AdmitPixels(const std::shared_ptr<BatchSlot>& slot, WorkerScratch& scratch);
@@ -163,6 +168,9 @@ class Pipeline {
   void SubmitPixels(const std::shared_ptr<BatchSlot>& slot);
   // Takes the batch's pixel_values buffer; false (the error stored) if it failed.
   bool AcquirePixels(BatchSlot& slot);
+  // A pooled pixel buffer of `bytes`, or null with the failure on the batch's first
+  // sample (which the consumer then raises).
+  std::shared_ptr<PooledTensor> NewPixels(BatchSlot& slot, size_t bytes);
 
   const std::vector<std::shared_ptr<const manifest::Source>> sources_;
   const plan::EpochPlan plan_;
@@ -173,6 +181,9 @@ class Pipeline {
 
   std::vector<WorkerScratch> scratch_;  // one per worker; worker i touches only [i]
   std::vector<plan::SampleRef> scheduled_refs_;  // the scheduler thread's scratch
+  // The scheduler's parser: it finds the images to read ahead (with a store).
+  text::ConversationParser schedule_parser_;
+  text::Conversation schedule_conversation_;
   InOrderQueue<std::shared_ptr<BatchSlot>> queue_;
   std::stop_source stop_;  // requested by Close(); workers and scheduler watch it
   std::unique_ptr<ThreadPool> workers_;

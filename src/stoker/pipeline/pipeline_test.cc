@@ -6,8 +6,10 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <set>
 
+#include "stoker/io/object_store.h"
 #include "stoker/pipeline/loader.h"
 #include "test_images.h"
 #include "test_tokenizer.h"
@@ -55,7 +57,8 @@ class Dataset {
                                      ErrorPolicy policy = ErrorPolicy::kRaise,
                                      int64_t max_consecutive = 16,
                                      std::shared_ptr<const SampleProcessor> model = {},
-                                     int64_t max_prefetch_bytes = 0) const {
+                                     int64_t max_prefetch_bytes = 0,
+                                     std::shared_ptr<io::ObjectStore> store = {}) const {
     LoaderOptions options;
     options.sources = {SourceOptions{"train", {manifest_path()}, "", 1, 1, {}}};
     options.plan.batch_size = batch_size;
@@ -65,6 +68,7 @@ class Dataset {
     options.pipeline.max_consecutive_errors = max_consecutive;
     options.pipeline.model = std::move(model);
     options.pipeline.max_prefetch_bytes = max_prefetch_bytes;
+    options.pipeline.store = std::move(store);
     auto loader = Loader::Make(options);
     EXPECT_TRUE(loader.ok()) << loader.status().ToString();
     return std::move(*loader);
@@ -347,6 +351,29 @@ TEST(PipelineModelTest, BatchesEqualSamplesProcessedAloneForAnyThreadsAndPrefetc
       EXPECT_EQ(m.stages[5].name, "vision");
       EXPECT_EQ(m.stages[5].items, 22);  // (0 + 1 + 2) images per 3 samples, 23 samples
     }
+  }
+}
+
+// Through an object store the scheduler reads each planned sample's images ahead of
+// its worker (read_ahead.h): the same batches, every image read exactly once.
+TEST(PipelineModelTest, ImagesReadAheadThroughAStoreGiveTheSameBatches) {
+  Dataset data(23);
+  auto processor = MakeProcessor();
+  for (int threads : {1, 3}) {
+    io::ObjectStoreOptions store_options;
+    store_options.policy.local_root = data.root();
+    auto store = io::ObjectStore::Make(
+        store_options, [](const std::string&) -> std::optional<std::string> { return {}; });
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    auto loader = data.MakeLoader(4, threads, 3, ErrorPolicy::kRaise, 16, processor, 0, *store);
+    auto epoch = *loader->StartEpoch(0, 0);
+    std::vector<Batch> batches;
+    std::vector<int64_t> seen = Drain(*epoch, &batches);
+    ASSERT_EQ(seen.size(), 23u);
+    for (const Batch& batch : batches) ExpectBatchMatches(*processor, data, batch);
+    const io::IoMetrics io = (*store)->Metrics();
+    EXPECT_EQ(io.reads_ok, 22u);  // (0 + 1 + 2) images per 3 samples, once each
+    EXPECT_EQ(io.reads_failed, 0u);
   }
 }
 

@@ -3,6 +3,7 @@
 #include "stoker/io/local_file.h"
 #include "stoker/io/object_store.h"
 #include "stoker/pipeline/metrics.h"
+#include "stoker/pipeline/read_ahead.h"
 
 namespace stoker::pipeline {
 
@@ -41,9 +42,14 @@ Result<std::shared_ptr<const SampleProcessor>> SampleProcessor::Make(
 }
 
 Status ReadImage(const std::string& image_root, const std::string& ref,
-                 io::ObjectStore* store, std::vector<uint8_t>* out) {
-  const std::string location = io::ResolvePath(image_root, ref);
+                 io::ObjectStore* store, std::vector<uint8_t>* out, ImageReads* ahead,
+                 size_t index) {
   const std::string context = "image '" + ref + "'";
+  Status taken;
+  if (ahead != nullptr && ahead->Take(index, ref, out, &taken)) {
+    return taken.WithContext(context);
+  }
+  const std::string location = io::ResolvePath(image_root, ref);
   if (store != nullptr) {
     return store->Read(location, {}, out).WithContext(context);
   }
@@ -58,7 +64,8 @@ Status ReadImage(const std::string& image_root, const std::string& ref,
 
 Status SampleProcessor::Prepare(std::string_view line, const std::string& image_root,
                                 io::ObjectStore* store, PreparedSample* out,
-                                SampleScratch* scratch, Metrics* metrics) const {
+                                SampleScratch* scratch, Metrics* metrics,
+                                ImageReads* ahead) const {
   out->Clear();
   auto t0 = Clock::now();
   Status parsed = scratch->parser.Parse(line, &scratch->conversation);
@@ -76,7 +83,7 @@ Status SampleProcessor::Prepare(std::string_view line, const std::string& image_
   for (size_t i = 0; i < n_images; ++i) {
     const std::string& ref = conv.images[i];
     t0 = Clock::now();
-    Status read = ReadImage(image_root, ref, store, &out->image_bytes[i]);
+    Status read = ReadImage(image_root, ref, store, &out->image_bytes[i], ahead, i);
     if (metrics) {
       metrics->read.Add(NanosSince(t0), 1, static_cast<int64_t>(out->image_bytes[i].size()));
     }

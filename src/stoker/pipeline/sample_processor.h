@@ -35,14 +35,17 @@ class ObjectStore;
 namespace stoker::pipeline {
 
 class Metrics;
+class ImageReads;
 
 // Reads the image a manifest names as `ref` into `out`: `ref` joined onto `image_root`
 // unless absolute, read through `store` when the loader has one (local paths, s3://,
 // http(s)://, under the store's URI policy), else from the local file system, where a
 // URI is refused with a message saying how to read it. Errors start with the
-// reference: "image 'a.jpg': ...".
+// reference: "image 'a.jpg': ...". Image `index` of the sample is taken from `ahead`
+// when it was read ahead (see read_ahead.h).
 Status ReadImage(const std::string& image_root, const std::string& ref,
-                 io::ObjectStore* store, std::vector<uint8_t>* out);
+                 io::ObjectStore* store, std::vector<uint8_t>* out,
+                 ImageReads* ahead = nullptr, size_t index = 0);
 
 // What to do with a sample longer than max_length tokens.
 enum class OverlongPolicy : uint8_t {
@@ -95,7 +98,8 @@ class SampleProcessor {
   // UnsupportedImage (header), LimitExceeded (pixel limit), InvalidArgument (aspect
   // ratio, zero size, template limits).
   Status Prepare(std::string_view line, const std::string& image_root, io::ObjectStore* store,
-                 PreparedSample* out, SampleScratch* scratch, Metrics* metrics) const;
+                 PreparedSample* out, SampleScratch* scratch, Metrics* metrics,
+                 ImageReads* ahead = nullptr) const;
 
   // Phase 2: writes sample.num_patches() * row_length() floats into `out`. Errors:
   // CorruptImage / UnsupportedImage from decoding, naming the image.
