@@ -1,16 +1,25 @@
 """Object-store fetch throughput: stoker.io against boto3, same server, same run.
 
-    .venv/bin/python benchmarks/bench_io.py [--objects 10000] [--levels 16,64,256]
-        [--boto-threads 32,128] [--latency-ms 20,50] [--server-procs 2]
+    python benchmarks/bench_io.py [--objects 10000] [--levels 16,64,256]
+        [--boto-threads 32,128] [--latency-ms 20,50] [--server asyncio|nginx]
+        [--server-procs 2]
 
-A local S3-like object server (asyncio, HTTP/1.1 keep-alive, SO_REUSEPORT over
---server-procs processes) serves --objects objects of 50-500 KB under /bucket/key and
-waits a seeded 20-50 ms before each reply, as a remote store would. Stoker reads every
-object through s3:// (SigV4-signed, path style) with read_many at each in-flight level;
-boto3 does get_object().read() from a thread pool of each size. Prints objects/s, CPU
-seconds of the client process per 1000 objects, the Little's-law bound
-(in-flight / mean latency), the server's own ceiling (Stoker at 256 in flight with no
-injected latency) and the ratios. Byte counts are checked on both sides.
+The object server serves --objects objects of 50-500 KB under /bucket/key and waits
+20-50 ms before each reply, as a remote store would:
+
+* ``--server asyncio`` (default): a Python asyncio server (HTTP/1.1 keep-alive,
+  SO_REUSEPORT over --server-procs processes), a seeded latency per object;
+* ``--server nginx``: nginx (``apt-get install nginx-light libnginx-mod-http-echo``)
+  serving files with sendfile, the wait made by the echo module's ``echo_sleep``: ten
+  latencies evenly spread over the range, picked by the key's last digit. Objects are
+  256 distinct files of seeded sizes, named by symlinks. Much faster than the Python
+  server, so the client, not the server, is what is measured.
+
+Stoker reads every object through s3:// (SigV4-signed, path style) with read_many at
+each in-flight level; boto3 does get_object().read() from a thread pool of each size.
+Prints objects/s, CPU seconds of the client process per 1000 objects, the Little's-law
+bound (in-flight / mean latency), the server's own ceiling (Stoker at 256 in flight
+with no injected latency) and the ratios. Byte counts are checked on both sides.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ import random
 import resource
 import socket
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -93,6 +103,75 @@ def start_server(args, plan) -> tuple[int, list[mp.Process]]:
     return port, procs
 
 
+NGINX_CONF = """
+load_module {module};
+worker_processes {workers};
+pid {root}/nginx.pid;
+error_log {root}/error.log;
+daemon off;
+events {{ worker_connections 8192; }}
+http {{
+  access_log off;
+  sendfile on;
+  tcp_nodelay on;
+  keepalive_requests 1000000;
+  map $uri $delay {{ {delays} }}
+  server {{
+    listen 127.0.0.1:{port};
+    location /{bucket}/ {{ echo_sleep $delay; echo_exec /files$uri; }}
+    location /files/{bucket}/ {{ internal; alias {root}/objects/; }}
+    location /nolat/ {{ alias {root}/objects/; }}
+  }}
+}}
+"""
+NGINX_MODULE = "/usr/lib/nginx/modules/ngx_http_echo_module.so"
+
+
+def start_nginx(args, root: str) -> tuple[int, int, list]:
+    """Starts nginx over `root`; returns (port, expected total bytes, [process])."""
+    import shutil
+    import subprocess
+
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not os.path.exists(nginx) or not os.path.exists(NGINX_MODULE):
+        sys.exit("--server nginx needs nginx and its echo module: "
+                 "apt-get install nginx-light libnginx-mod-http-echo")
+    rng = random.Random(args.seed)
+    os.chmod(root, 0o755)  # nginx's workers run as another user
+    objects = os.path.join(root, "objects")
+    os.makedirs(objects, mode=0o755)
+    sizes = [rng.randrange(args.min_kb * 1000, args.max_kb * 1000 + 1) for _ in range(256)]
+    for i, size in enumerate(sizes):
+        with open(os.path.join(objects, f"file{i}"), "wb") as f:
+            f.write(rng.randbytes(size))
+    for i in range(args.objects):
+        os.symlink(f"file{i % 256}", os.path.join(objects, f"{i:06d}.bin"))
+    step = (args.lat_hi - args.lat_lo) / 9
+    # echo_sleep takes whole milliseconds.
+    delays = " ".join(f"~{d}\\.bin$ {args.lat_lo + d * step:.3f};" for d in range(10))
+    port = free_port()
+    with open(os.path.join(root, "nginx.conf"), "w") as f:
+        f.write(NGINX_CONF.format(module=NGINX_MODULE, workers=args.server_procs, root=root,
+                                  delays=delays, port=port, bucket=BUCKET))
+    proc = subprocess.Popen([nginx, "-c", os.path.join(root, "nginx.conf"), "-p", root],
+                            stderr=subprocess.PIPE)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None:
+                sys.exit(f"nginx failed: {proc.stderr.read().decode()}")
+            time.sleep(0.05)
+    return port, sum(sizes[i % 256] for i in range(args.objects)), [proc]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def cpu_seconds() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
@@ -140,21 +219,28 @@ def main() -> None:
     parser.add_argument("--latency-ms", default="20,50")
     parser.add_argument("--levels", default="16,64,256")
     parser.add_argument("--boto-threads", default="32,128")
-    parser.add_argument("--server-procs", type=int, default=2)
+    parser.add_argument("--server", default="asyncio", choices=["asyncio", "nginx"])
+    parser.add_argument("--server-procs", type=int, default=2,
+                        help="asyncio processes or nginx workers")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     lo, hi = (float(x) / 1000 for x in args.latency_ms.split(","))
     args.lat_lo, args.lat_hi = lo, hi
     mean_latency = (lo + hi) / 2
 
-    plan = object_plan(args.objects, args.min_kb, args.max_kb, args.seed)
-    expected = sum(size for _, size in plan)
     keys = [f"{i:06d}.bin" for i in range(args.objects)]
-    port, procs = start_server(args, plan)
+    tmp = tempfile.TemporaryDirectory()
+    if args.server == "nginx":
+        port, expected, procs = start_nginx(args, tmp.name)
+        server = f"nginx, {args.server_procs} workers"
+    else:
+        plan = object_plan(args.objects, args.min_kb, args.max_kb, args.seed)
+        expected = sum(size for _, size in plan)
+        port, procs = start_server(args, plan)
+        server = f"{args.server_procs} asyncio processes"
     endpoint = f"http://127.0.0.1:{port}"
     print(f"{args.objects} objects, {expected / 1e9:.2f} GB, latency {args.latency_ms} ms, "
-          f"server {args.server_procs} asyncio processes, {os.cpu_count()} CPUs, "
-          f"Python {sys.version.split()[0]}")
+          f"server {server}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     rows = []
     try:
         # What the server sustains: no injected latency, many requests in flight.
@@ -173,6 +259,8 @@ def main() -> None:
     finally:
         for p in procs:
             p.terminate()
+            p.wait() if hasattr(p, "communicate") else p.join()
+        tmp.cleanup()
     print()
     print(f"{'client':<24} {'objects/s':>10} {'bound/s':>9} {'% bound':>8} "
           f"{'% min(bound, ceiling)':>22} {'MB/s':>8} {'CPU s/1000 obj':>15} {'cores':>6}")

@@ -5,6 +5,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -121,42 +122,76 @@ class PyObjectStore {
 
   // Every result in order; a failed read is an exception object in its place when
   // `return_errors`, else the first failure (in order) is raised.
+  // Every read is submitted at once; each finished object becomes a bytes object as soon
+  // as it arrives (the GIL taken per wave of completions), so converting overlaps the
+  // reads still in flight and each body's buffer is freed right after its copy.
   nb::list ReadMany(const std::vector<std::string>& uris, bool return_errors) {
     struct Slot {
       Status status;
       std::vector<uint8_t> data;
     };
-    std::vector<Slot> slots(uris.size());
+    const size_t n = uris.size();
+    std::vector<Slot> slots(n);
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<size_t> finished;  // indexes whose slot is final, guarded by mutex
+    size_t callbacks_run = 0;      // guarded by mutex
     {
       nb::gil_scoped_release release;
-      std::mutex mutex;
-      std::condition_variable cv;
-      size_t remaining = uris.size();
-      for (size_t i = 0; i < uris.size(); ++i) {
+      for (size_t i = 0; i < n; ++i) {
         store_->Submit(uris[i], {},
                        [&, i](Status st, std::vector<uint8_t> data, io::ObjectInfo) {
                          std::lock_guard lock(mutex);
                          slots[i].status = std::move(st);
                          slots[i].data = std::move(data);
-                         if (--remaining == 0) cv.notify_one();
+                         finished.push_back(i);
+                         ++callbacks_run;
+                         cv.notify_one();
                        });
       }
-      std::unique_lock lock(mutex);
-      cv.wait(lock, [&] { return remaining == 0; });
     }
-    nb::list out;
-    nb::object make_error = nb::module_::import_("stoker.errors").attr("_make_error");
-    for (Slot& slot : slots) {
-      if (slot.status.ok()) {
-        out.append(
-            nb::bytes(reinterpret_cast<const char*>(slot.data.data()), slot.data.size()));
-      } else if (return_errors) {
-        out.append(make_error(std::string(StatusCodeName(slot.status.code())),
-                              slot.status.message(), ""));
-      } else {
-        Throw(slot.status);
+    // The callbacks write into this frame: whatever happens below (a MemoryError), no
+    // return before every one has run.
+    struct WaitForCallbacks {
+      std::mutex& mutex;
+      std::condition_variable& cv;
+      size_t& run;
+      size_t total;
+      ~WaitForCallbacks() {
+        nb::gil_scoped_release release;
+        std::unique_lock lock(mutex);
+        cv.wait(lock, [&] { return run == total; });
       }
+    } wait_for_callbacks{mutex, cv, callbacks_run, n};
+    nb::list out;
+    for (size_t i = 0; i < n; ++i) out.append(nb::none());
+    nb::object make_error = nb::module_::import_("stoker.errors").attr("_make_error");
+    size_t first_failed = n;
+    std::vector<size_t> ready;
+    for (size_t converted = 0; converted < n;) {
+      {
+        nb::gil_scoped_release release;
+        std::unique_lock lock(mutex);
+        cv.wait(lock, [&] { return !finished.empty(); });
+        ready.swap(finished);
+      }
+      // A slot in `ready` is no longer written by its callback.
+      for (size_t i : ready) {
+        Slot& slot = slots[i];
+        if (slot.status.ok()) {
+          out[i] = nb::bytes(reinterpret_cast<const char*>(slot.data.data()), slot.data.size());
+        } else if (return_errors) {
+          out[i] = make_error(std::string(StatusCodeName(slot.status.code())),
+                              slot.status.message(), "");
+        } else {
+          first_failed = std::min(first_failed, i);
+        }
+        std::vector<uint8_t>().swap(slot.data);
+        ++converted;
+      }
+      ready.clear();
     }
+    if (first_failed < n) Throw(slots[first_failed].status);  // the first in order
     return out;
   }
 
