@@ -293,7 +293,7 @@ void BpeModel::MergeShort(BpeScratch* scratch) const {
 }
 
 void BpeModel::Encode(std::string_view piece, bool prefix_space, BpeScratch* scratch,
-                      std::vector<int32_t>* ids) const {
+                      std::vector<int32_t>* ids, uint64_t hash) const {
   std::string_view key = piece;
   if (prefix_space) {
     scratch->key.assign(" ").append(piece);
@@ -308,9 +308,9 @@ void BpeModel::Encode(std::string_view piece, bool prefix_space, BpeScratch* scr
     }
   }
   const bool cacheable = key.size() < PieceCache::kMaxPieceBytes;
-  uint64_t hash = 0;
+  if (prefix_space) hash = 0;  // the caller's hash is of the piece without the space
   if (cacheable) {
-    hash = PieceCache::Hash(key);
+    if (hash == 0) hash = PieceCache::Hash(key);
     const uint32_t* cached;
     size_t n;
     if (scratch->cache.Find(key, hash, &cached, &n)) {

@@ -56,11 +56,12 @@ class PieceCache {
   void Insert(std::string_view piece, uint64_t hash, const int32_t* ids, size_t n);
   size_t size() const { return size_; }
   static uint64_t Hash(std::string_view piece);
-  // Starts loading what Find(piece with this hash) will read: the slot, and the entry
-  // if the slot is already in cache and names one. Call it a piece or two ahead.
-  void Prefetch(uint64_t hash) const {
+  // Starts loading what Find(piece with this hash) will read, in two steps a few
+  // pieces apart: the slot (no load), then the entry the slot names (one load of the
+  // slot, in cache by then).
+  void PrefetchSlot(uint64_t hash) const { __builtin_prefetch(&slots_[hash & (kSlots - 1)]); }
+  void PrefetchEntry(uint64_t hash) const {
     const Slot& slot = slots_[hash & (kSlots - 1)];
-    __builtin_prefetch(&slot);
     if (slot.tag != 0) __builtin_prefetch(arena_.data() + slot.at);
   }
 
@@ -117,16 +118,10 @@ class BpeModel {
                                bool ignore_merges);
 
   // Appends the ids of `piece` (raw bytes, non-empty) to *ids. `prefix_space` puts a
-  // space byte in front of it.
-  // Hint that `piece` (without prefix space) will be encoded soon: its cache lookup
-  // starts now.
-  void Prefetch(std::string_view piece, const BpeScratch& scratch) const {
-    if (!piece.empty() && piece.size() < PieceCache::kMaxPieceBytes) {
-      scratch.cache.Prefetch(PieceCache::Hash(piece));
-    }
-  }
+  // space byte in front of it. `hash`: PieceCache::Hash of the piece when the caller
+  // has it (0: computed here).
   void Encode(std::string_view piece, bool prefix_space, BpeScratch* scratch,
-              std::vector<int32_t>* ids) const;
+              std::vector<int32_t>* ids, uint64_t hash = 0) const;
 
   size_t size() const { return id_to_token_.size(); }
   const std::string& token(uint32_t id) const { return id_to_token_[id]; }

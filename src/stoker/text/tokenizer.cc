@@ -519,15 +519,25 @@ Status Tokenizer::Encode(std::string_view text, std::span<const uint32_t> bounda
       const std::string_view part = segment.substr(span.begin, span.end - span.begin);
       pre_tokenizer_->Run(part, &session->pieces, &session->pre);
       const std::vector<Piece>& pieces = session->pieces;
+      // Piece-cache lookups are mostly cache misses: hash every piece and start loading
+      // its slot first, then load each entry two pieces ahead of its use.
+      std::vector<uint64_t>& hashes = session->piece_hashes;
+      hashes.resize(pieces.size());
+      const PieceCache& cache = session->bpe.cache;
       for (size_t k = 0; k < pieces.size(); ++k) {
         const Piece& piece = pieces[k];
-        if (k + 2 < pieces.size() && !pieces[k + 2].prefix_space) {
-          const Piece& ahead = pieces[k + 2];
-          model_->Prefetch(part.substr(ahead.begin, ahead.end - ahead.begin), session->bpe);
-        }
+        const size_t size = piece.end - piece.begin;
+        hashes[k] = 0;
+        if (piece.prefix_space || size == 0 || size >= PieceCache::kMaxPieceBytes) continue;
+        hashes[k] = PieceCache::Hash(part.substr(piece.begin, size));
+        cache.PrefetchSlot(hashes[k]);
+      }
+      for (size_t k = 0; k < pieces.size(); ++k) {
+        const Piece& piece = pieces[k];
+        if (k + 2 < pieces.size() && hashes[k + 2] != 0) cache.PrefetchEntry(hashes[k + 2]);
         const size_t first = ids->size();
         model_->Encode(part.substr(piece.begin, piece.end - piece.begin), piece.prefix_space,
-                       &session->bpe, ids);
+                       &session->bpe, ids, hashes[k]);
         if (regions) {
           size_t offset = span.begin + piece.begin;
           for (size_t k = first; k < ids->size(); ++k) {

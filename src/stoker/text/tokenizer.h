@@ -141,6 +141,7 @@ class TokenizerSession {
   std::string normalized;
   std::string normalize_tmp;
   std::vector<Piece> pieces;
+  std::vector<uint64_t> piece_hashes;  // PieceCache::Hash of each piece (0: not cached)
   PreTokenizerScratch pre;
   BpeScratch bpe;
 };
