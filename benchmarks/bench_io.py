@@ -127,17 +127,37 @@ http {{
 NGINX_MODULE = "/usr/lib/nginx/modules/ngx_http_echo_module.so"
 
 
-def start_nginx(args, root: str) -> tuple[int, int, list]:
-    """Starts nginx over `root`; returns (port, expected total bytes, [process])."""
+def launch_nginx(conf: str, root: str, port: int):
+    """Writes `conf` to root/nginx.conf, starts nginx in the foreground and waits until
+    it accepts on `port`; returns the process. Exits with the install hint when nginx or
+    its echo module is missing."""
     import shutil
     import subprocess
 
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     if not os.path.exists(nginx) or not os.path.exists(NGINX_MODULE):
-        sys.exit("--server nginx needs nginx and its echo module: "
+        sys.exit("needs nginx and its echo module: "
                  "apt-get install nginx-light libnginx-mod-http-echo")
-    rng = random.Random(args.seed)
     os.chmod(root, 0o755)  # nginx's workers run as another user
+    path = os.path.join(root, "nginx.conf")
+    with open(path, "w") as f:
+        f.write(conf)
+    proc = subprocess.Popen([nginx, "-c", path, "-p", root], stderr=subprocess.PIPE)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                sys.exit(f"nginx failed: {proc.stderr.read().decode()}")
+            time.sleep(0.05)
+    proc.terminate()
+    sys.exit(f"nginx did not accept on port {port}")
+
+
+def start_nginx(args, root: str) -> tuple[int, int, list]:
+    """Starts nginx over `root`; returns (port, expected total bytes, [process])."""
+    rng = random.Random(args.seed)
     objects = os.path.join(root, "objects")
     os.makedirs(objects, mode=0o755)
     sizes = [rng.randrange(args.min_kb * 1000, args.max_kb * 1000 + 1) for _ in range(256)]
@@ -150,19 +170,9 @@ def start_nginx(args, root: str) -> tuple[int, int, list]:
     # echo_sleep takes whole milliseconds.
     delays = " ".join(f"~{d}\\.bin$ {args.lat_lo + d * step:.3f};" for d in range(10))
     port = free_port()
-    with open(os.path.join(root, "nginx.conf"), "w") as f:
-        f.write(NGINX_CONF.format(module=NGINX_MODULE, workers=args.server_procs, root=root,
-                                  delays=delays, port=port, bucket=BUCKET))
-    proc = subprocess.Popen([nginx, "-c", os.path.join(root, "nginx.conf"), "-p", root],
-                            stderr=subprocess.PIPE)
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if proc.poll() is not None:
-                sys.exit(f"nginx failed: {proc.stderr.read().decode()}")
-            time.sleep(0.05)
+    conf = NGINX_CONF.format(module=NGINX_MODULE, workers=args.server_procs, root=root,
+                             delays=delays, port=port, bucket=BUCKET)
+    proc = launch_nginx(conf, root, port)
     return port, sum(sizes[i % 256] for i in range(args.objects)), [proc]
 
 

@@ -16,9 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +25,7 @@ import stoker
 from stoker.demo_data import generate_dataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_io import NGINX_MODULE, free_port  # noqa: E402
+from bench_io import NGINX_MODULE, free_port, launch_nginx  # noqa: E402
 
 CONF = """
 load_module {module};
@@ -64,29 +61,16 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=35.0)
     parser.add_argument("--threads", default="1,2")
     args = parser.parse_args()
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    if not os.path.exists(nginx) or not os.path.exists(NGINX_MODULE):
-        sys.exit("needs nginx and its echo module: "
-                 "apt-get install nginx-light libnginx-mod-http-echo")
     data = generate_dataset(args.data_dir)
     data_dir = data.manifest.parent.resolve()
     for path in [data_dir, *data_dir.rglob("*")]:  # nginx's workers run as another user
         path.chmod(path.stat().st_mode | (0o555 if path.is_dir() else 0o444))
     latency = args.latency_ms / 1000
     with tempfile.TemporaryDirectory() as root:
-        os.chmod(root, 0o755)
         port = free_port()
-        conf = Path(root) / "nginx.conf"
-        conf.write_text(CONF.format(module=NGINX_MODULE, root=root, port=port, delay=latency,
-                                    data=data_dir))
-        server = subprocess.Popen([nginx, "-c", str(conf), "-p", root])
+        server = launch_nginx(CONF.format(module=NGINX_MODULE, root=root, port=port,
+                                          delay=latency, data=data_dir), root, port)
         try:
-            for _ in range(100):
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
             print(f"{data.num_conversations} samples, {data.num_images} distinct images, "
                   f"reply latency {args.latency_ms:g} ms, {os.cpu_count()} CPUs")
             print(f"{'threads':>7} {'local images/s':>15} {'remote images/s':>16} "

@@ -191,15 +191,7 @@ void BpeModel::MergeAll(BpeScratch* scratch) const {
   // Each lookup is likely a cache miss in a table of megabytes. The first ones are
   // independent: prefetch the slot of every adjacent pair so their misses overlap.
   const size_t n = symbols.size();
-  const bool compact = !compact_table_.empty();
-  for (size_t i = 0; i + 1 < n; ++i) {
-    const uint64_t slot = HashKey(PairKey(symbols[i].id, symbols[i + 1].id)) & merge_mask_;
-    if (compact) {
-      __builtin_prefetch(compact_table_.data() + slot);
-    } else {
-      __builtin_prefetch(merge_table_.data() + slot);
-    }
-  }
+  for (size_t i = 0; i + 1 < n; ++i) PrefetchPair(symbols[i].id, symbols[i + 1].id);
   for (uint32_t i = 0; i + 1 < n; ++i) {
     const auto [rank, new_id] = FindMerge(symbols[i].id, symbols[i + 1].id);
     if (rank != UINT32_MAX) heap.push_back({rank, i, new_id, symbols[i].id, symbols[i + 1].id});
