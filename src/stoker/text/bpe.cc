@@ -367,19 +367,20 @@ uint32_t Tag(uint64_t hash) { return static_cast<uint32_t>(hash >> 32) | 1u; }
 }  // namespace
 
 bool PieceCache::Find(std::string_view piece, uint64_t hash, const uint32_t** ids,
-                      size_t* n) const {
+                      size_t* n) {
   const uint32_t tag = Tag(hash);
   for (size_t i = hash & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
     const Slot& slot = slots_[i];
     if (slot.tag == 0) return false;
     if (slot.tag != tag) continue;
-    const uint32_t* entry = arena_.data() + slot.at;
-    if ((entry[0] >> 16) != piece.size() ||
+    uint32_t* entry = arena_.data() + slot.at;
+    if ((entry[0] >> 16 & 0xFF) != piece.size() ||
         !SameBytes(reinterpret_cast<const char*>(entry + 1), piece.data(), piece.size())) {
       continue;
     }
     *ids = entry + 1 + (piece.size() + 3) / 4;
     *n = entry[0] & 0xFFFF;
+    entry[0] |= kUsed;
     return true;
   }
 }
@@ -389,19 +390,49 @@ void PieceCache::Insert(std::string_view piece, uint64_t hash, const int32_t* id
   const size_t key_words = (piece.size() + 3) / 4;
   const size_t words = 1 + key_words + n;
   if (size_ >= kCapacity || arena_.size() + words > kArenaWords) {
-    std::fill(slots_.begin(), slots_.end(), Slot{});
-    arena_.clear();
-    size_ = 0;
+    Sweep();
+    if (size_ >= kCapacity / 2 || arena_.size() + words > kArenaWords / 2) {
+      std::fill(slots_.begin(), slots_.end(), Slot{});
+      arena_.clear();
+      size_ = 0;
+    }
   }
-  size_t i = hash & (kSlots - 1);
-  while (slots_[i].tag != 0) i = (i + 1) & (kSlots - 1);
-  slots_[i] = {Tag(hash), static_cast<uint32_t>(arena_.size())};
   const size_t at = arena_.size();
+  Place(hash, static_cast<uint32_t>(at));
   arena_.resize(at + words, 0);
   arena_[at] = static_cast<uint32_t>(piece.size() << 16 | n);
   std::memcpy(arena_.data() + at + 1, piece.data(), piece.size());
   std::memcpy(arena_.data() + at + 1 + key_words, ids, n * sizeof(uint32_t));
   ++size_;
+}
+
+void PieceCache::Place(uint64_t hash, uint32_t at) {
+  size_t i = hash & (kSlots - 1);
+  while (slots_[i].tag != 0) i = (i + 1) & (kSlots - 1);
+  slots_[i] = {Tag(hash), at};
+}
+
+void PieceCache::Sweep() {
+  std::fill(slots_.begin(), slots_.end(), Slot{});
+  size_t kept = 0, out = 0;
+  for (size_t at = 0; at < arena_.size();) {
+    const uint32_t head = arena_[at];
+    const size_t key_bytes = head >> 16 & 0xFF;
+    const size_t words = 1 + (key_bytes + 3) / 4 + (head & 0xFFFF);
+    if ((head & kUsed) != 0) {
+      // Moves towards the front only (out <= at): the words not yet read stay put.
+      std::memmove(arena_.data() + out, arena_.data() + at, words * sizeof(uint32_t));
+      arena_[out] = head & ~kUsed;
+      Place(Hash(std::string_view(reinterpret_cast<const char*>(arena_.data() + out + 1),
+                                  key_bytes)),
+            static_cast<uint32_t>(out));
+      out += words;
+      ++kept;
+    }
+    at += words;
+  }
+  arena_.resize(out);
+  size_ = kept;
 }
 
 }  // namespace stoker::text

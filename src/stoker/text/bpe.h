@@ -38,20 +38,23 @@ struct StringViewHash {
 };
 
 // Bounded memo of piece -> ids, one per thread: pieces shorter than kMaxPieceBytes,
-// at most kCapacity entries and kArenaWords words of keys and ids; the first insert
-// past either bound starts it over. Open addressing over 8-byte slots, each pointing
-// at one contiguous entry (lengths, key bytes, ids) in an arena: a lookup costs a hash,
-// a short probe run and two cache lines, and an insert allocates nothing once the
-// arena has grown.
+// at most kCapacity entries and kArenaWords words of keys and ids. Open addressing over
+// 8-byte slots, each pointing at one contiguous entry (lengths, key bytes, ids) in an
+// arena: a lookup costs a hash, a short probe run and two cache lines, and an insert
+// allocates nothing once the arena has grown. The first insert past either bound
+// keeps only the entries found since the last such sweep (a second chance, as in
+// CLOCK): the words that repeat survive, the ones seen once make room. When those
+// still fill half the cache, it starts over.
 class PieceCache {
  public:
   static constexpr size_t kMaxPieceBytes = 256;
-  static constexpr size_t kCapacity = 40000;
+  static constexpr size_t kCapacity = 64000;
   static constexpr size_t kArenaWords = size_t{1} << 20;  // 4 MiB
 
   PieceCache();
-  // The cached ids of `piece` (valid until the next Insert), or false.
-  bool Find(std::string_view piece, uint64_t hash, const uint32_t** ids, size_t* n) const;
+  // The cached ids of `piece` (valid until the next Insert), or false. Marks the entry
+  // as used, so the next sweep keeps it.
+  bool Find(std::string_view piece, uint64_t hash, const uint32_t** ids, size_t* n);
   // Caller checks piece.size() < kMaxPieceBytes and that Find() failed.
   void Insert(std::string_view piece, uint64_t hash, const int32_t* ids, size_t n);
   size_t size() const { return size_; }
@@ -66,13 +69,18 @@ class PieceCache {
   }
 
  private:
-  static constexpr size_t kSlots = 65536;  // a power of two, load <= 0.61
+  static constexpr size_t kSlots = 131072;  // a power of two, load <= 0.49
+  static constexpr uint32_t kUsed = 1u << 31;  // in an entry's first word
+  // Keeps the entries marked used (unmarked), or none when they fill half the cache.
+  void Sweep();
+  // Points a free slot for `hash` at the entry starting at word `at`.
+  void Place(uint64_t hash, uint32_t at);
   struct Slot {
     uint32_t tag = 0;  // high half of the hash, never 0; 0 marks an empty slot
     uint32_t at = 0;   // the entry's first word in arena_
   };
-  // An entry: one word (key length << 16 | number of ids), the key padded to whole
-  // words, then the ids.
+  // An entry: one word (used flag << 31 | key length << 16 | number of ids), the key
+  // padded to whole words, then the ids.
   std::vector<Slot> slots_;
   std::vector<uint32_t> arena_;
   size_t size_ = 0;

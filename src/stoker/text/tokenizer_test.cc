@@ -97,16 +97,42 @@ TEST(PieceCacheTest, FindsWhatWasInsertedResolvesCollisionsAndStaysBounded) {
     other[at] = '#';
     EXPECT_FALSE(cache.Find(other, 42, &ids, &n)) << other;
   }
-  // Full: the next insert starts over, so the cache never holds more than kCapacity.
-  for (size_t i = cache.size(); i < PieceCache::kCapacity; ++i) {
-    const std::string key = "k" + std::to_string(i);
-    cache.Insert(key, PieceCache::Hash(key), cd, 1);
+  // Full: the next insert keeps only the entries found since they went in (their ids
+  // intact), so the cache never holds more than kCapacity.
+  PieceCache full;
+  auto key_of = [](size_t i) { return "k" + std::to_string(i); };
+  for (size_t i = 0; i < PieceCache::kCapacity; ++i) {
+    const std::string key = key_of(i);
+    const int32_t id = static_cast<int32_t>(i);
+    full.Insert(key, PieceCache::Hash(key), &id, 1);
   }
-  EXPECT_EQ(cache.size(), PieceCache::kCapacity);
-  cache.Insert("new", PieceCache::Hash("new"), ab, 2);
-  EXPECT_EQ(cache.size(), 1u);
-  EXPECT_FALSE(cache.Find("ab", PieceCache::Hash("ab"), &ids, &n));
-  EXPECT_TRUE(cache.Find("new", PieceCache::Hash("new"), &ids, &n));
+  EXPECT_EQ(full.size(), PieceCache::kCapacity);
+  for (size_t i = 0; i < PieceCache::kCapacity; i += 7) {
+    ASSERT_TRUE(full.Find(key_of(i), PieceCache::Hash(key_of(i)), &ids, &n));
+  }
+  full.Insert("new", PieceCache::Hash("new"), ab, 2);
+  const size_t kept = (PieceCache::kCapacity + 6) / 7;
+  EXPECT_EQ(full.size(), kept + 1);
+  for (size_t i = 0; i < PieceCache::kCapacity; ++i) {
+    const bool found = full.Find(key_of(i), PieceCache::Hash(key_of(i)), &ids, &n);
+    ASSERT_EQ(found, i % 7 == 0) << key_of(i);
+    if (found) {
+      ASSERT_EQ(n, 1u);
+      ASSERT_EQ(ids[0], i);
+    }
+  }
+  EXPECT_TRUE(full.Find("new", PieceCache::Hash("new"), &ids, &n));
+  // Every survivor was found again just now: the next sweep keeps them and the new
+  // ones found since. When those fill half the cache, it starts over instead.
+  for (size_t i = full.size(); i < PieceCache::kCapacity; ++i) {
+    const std::string key = "m" + std::to_string(i);
+    full.Insert(key, PieceCache::Hash(key), cd, 1);
+    ASSERT_TRUE(full.Find(key, PieceCache::Hash(key), &ids, &n));
+  }
+  full.Insert("last", PieceCache::Hash("last"), ab, 2);
+  EXPECT_EQ(full.size(), 1u);
+  EXPECT_FALSE(full.Find("new", PieceCache::Hash("new"), &ids, &n));
+  EXPECT_TRUE(full.Find("last", PieceCache::Hash("last"), &ids, &n));
   // Large entries hit the arena bound long before kCapacity entries.
   PieceCache big;
   const std::vector<int32_t> many(256, 5);
