@@ -22,7 +22,7 @@ Python object nor shown by ``repr`` or :meth:`ObjectStore.stats`.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from stoker import _stoker
 from stoker.errors import StorageError
@@ -169,6 +169,22 @@ class ObjectStore:
         order. A failure raises, or with ``return_errors=True`` its exception object
         takes the place of the bytes."""
         return self._native.read_many(list(uris), return_errors)
+
+    def iter_read(self, uris: Iterable[str], *, window: int | None = None,
+                  return_errors: bool = False) -> Iterator:
+        """Reads ``uris`` concurrently and yields each body in order, as soon as it and
+        those before it have arrived: the streaming form of ``read_many``, with memory
+        bounded by ``window`` bodies (default twice ``max_in_flight``) however many URIs
+        there are.
+
+        Each body is a read-only ``memoryview`` over the received buffer, not a copy
+        (``bytes(view)`` makes one); when the last reference to it goes, its buffer is
+        reused by a later read. A failure raises and ends the iteration, or with
+        ``return_errors=True`` its exception object takes the body's place."""
+        if window is not None and window < 1:
+            raise ValueError(f"window must be at least 1, got {window}")
+        return self._native.iter_read(list(uris), 0 if window is None else int(window),
+                                      return_errors)
 
     def stats(self) -> dict:
         """Counters: reads, HTTP requests, bytes, retries (by reason), errors (by

@@ -53,6 +53,58 @@ def test_read_many_concurrent_in_order(s3):
     assert store.stats()["bytes_in_flight"] == 0
 
 
+def test_iter_read_streams_in_order_within_its_window(s3):
+    store = stoker.io.ObjectStore(**store_options(s3, max_in_flight=8))
+    keys = sorted(s3.objects)
+    uris = [f"s3://{BUCKET}/{k}" for k in keys]
+    first = None
+    for i, (key, view) in enumerate(zip(keys, store.iter_read(uris, window=3))):
+        assert isinstance(view, memoryview) and view.readonly
+        assert view == s3.objects[key] and bytes(view) == s3.objects[key], key
+        if i == 0:
+            first = view  # held while every other body is read and dropped
+    # Nothing runs ahead of the window; a body still referenced is never reused.
+    assert store.stats()["peak_in_flight"] <= 3
+    assert first == s3.objects[keys[0]]
+    # Buffers given back by dropped views serve the next reads with the right bytes.
+    again = [sha(v) for v in store.iter_read(uris)]
+    assert again == [sha(s3.objects[k]) for k in keys]
+    assert store.stats()["in_flight"] == 0 and store.stats()["bytes_in_flight"] == 0
+
+
+def test_iter_read_failures_raise_in_order_or_take_their_place(s3):
+    store = stoker.io.ObjectStore(**store_options(s3, max_attempts=1))
+    keys = sorted(s3.objects)[:5]
+    uris = [f"s3://{BUCKET}/{k}" for k in keys]
+    uris.insert(2, f"s3://{BUCKET}/objects/missing.bin")
+    stream = store.iter_read(uris)
+    assert bytes(next(stream)) == s3.objects[keys[0]]
+    assert bytes(next(stream)) == s3.objects[keys[1]]
+    with pytest.raises(errors.ImageNotFoundError, match="missing.bin"):
+        next(stream)
+    with pytest.raises(StopIteration):  # a failure ends the iteration
+        next(stream)
+    got = list(store.iter_read(uris, return_errors=True))
+    assert isinstance(got[2], errors.ImageNotFoundError)
+    assert [bytes(g) for i, g in enumerate(got) if i != 2] == [s3.objects[k] for k in keys]
+    with pytest.raises(ValueError, match="window"):
+        store.iter_read(uris, window=0)
+
+
+def test_iter_read_dropped_midway_leaves_the_store_usable(s3):
+    store = stoker.io.ObjectStore(**store_options(s3, max_in_flight=4))
+    keys = sorted(s3.objects)
+    uris = [f"s3://{BUCKET}/{k}" for k in keys]
+    stream = store.iter_read(uris, window=16)
+    assert bytes(next(stream)) == s3.objects[keys[0]]
+    del stream  # 15 reads still in flight land in the abandoned iterator's slots
+    assert store.read(uris[-1]) == s3.objects[keys[-1]]
+    # A view outlives the store that read it.
+    view = next(store.iter_read(uris[:1]))
+    del store
+    assert view == s3.objects[keys[0]]
+
+
 def test_ranges(s3):
     store = stoker.io.ObjectStore(**store_options(s3))
     key = next(k for k, d in s3.objects.items() if len(d) > 100_000)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "stoker/binding/binding_util.h"
+#include "stoker/io/buffer_pool.h"
 #include "stoker/io/object_store.h"
 
 namespace nb = nanobind;
@@ -81,6 +82,117 @@ io::ObjectStoreOptions ParseOptions(nb::dict d) {
 io::ByteRange MakeRange(int64_t offset, int64_t length) {
   return io::ByteRange{offset, length};
 }
+
+// A body handed to Python without a copy: exports its bytes through the buffer
+// protocol (read-only), and gives its buffer back to the store's pool when the last
+// view of it is released.
+class PyBody {
+ public:
+  PyBody(std::vector<uint8_t> data, std::shared_ptr<io::BufferPool> pool)
+      : data_(std::move(data)), pool_(std::move(pool)) {}
+  ~PyBody() { pool_->Give(std::move(data_)); }
+  PyBody(const PyBody&) = delete;
+  PyBody& operator=(const PyBody&) = delete;
+
+  static int GetBuffer(PyObject* self, Py_buffer* view, int flags) {
+    PyBody* body = nb::inst_ptr<PyBody>(self);
+    return PyBuffer_FillInfo(view, self, body->data_.data(),
+                             static_cast<Py_ssize_t>(body->data_.size()), /*readonly=*/1,
+                             flags);
+  }
+
+ private:
+  std::vector<uint8_t> data_;
+  std::shared_ptr<io::BufferPool> pool_;  // not the store: a view must not keep it open
+};
+
+PyType_Slot g_body_slots[] = {
+    {Py_bf_getbuffer, reinterpret_cast<void*>(&PyBody::GetBuffer)},
+    {0, nullptr},
+};
+
+// The iterator behind ObjectStore.iter_read: keeps up to `window` reads submitted
+// ahead of the one the caller waits for, and yields each body, in order, as a
+// read-only memoryview over the received buffer. Memory: at most `window` bodies.
+class PyReadStream {
+ public:
+  PyReadStream(std::shared_ptr<io::ObjectStore> store, std::vector<std::string> uris,
+               size_t window, bool return_errors)
+      : store_(std::move(store)),
+        uris_(std::move(uris)),
+        window_(std::max<size_t>(1, window)),
+        return_errors_(return_errors),
+        state_(std::make_shared<State>()) {
+    state_->slots.resize(std::min(window_, uris_.size()));
+  }
+
+  nb::object Next() {
+    if (next_ >= uris_.size()) throw nb::stop_iteration();
+    Slot* slot = nullptr;
+    {
+      nb::gil_scoped_release release;
+      // Everything up to `window` ahead of the one wanted is in flight or done.
+      while (submitted_ < uris_.size() && submitted_ < next_ + window_) Submit(submitted_++);
+      std::unique_lock lock(state_->mutex);
+      slot = &state_->slots[next_ % state_->slots.size()];
+      state_->cv.wait(lock, [&] { return slot->done; });
+    }
+    // The callback wrote the slot before setting done under the mutex: it is ours now.
+    Status status = std::move(slot->status);
+    std::vector<uint8_t> data = std::move(slot->data);
+    slot->done = false;
+    ++next_;
+    if (!status.ok()) {
+      if (!return_errors_) {
+        next_ = uris_.size();  // a failure ends the iteration
+        Throw(status);
+      }
+      nb::object make_error = nb::module_::import_("stoker.errors").attr("_make_error");
+      return make_error(std::string(StatusCodeName(status.code())), status.message(), "");
+    }
+    nb::object body =
+        nb::cast(new PyBody(std::move(data), store_->buffers()), nb::rv_policy::take_ownership);
+    PyObject* view = PyMemoryView_FromObject(body.ptr());
+    if (view == nullptr) throw nb::python_error();
+    return nb::steal(view);
+  }
+
+ private:
+  struct Slot {
+    bool done = false;
+    Status status;
+    std::vector<uint8_t> data;
+  };
+  // Shared with the callbacks, so reads still in flight when the iterator is dropped
+  // have somewhere to land.
+  struct State {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<Slot> slots;  // a ring: uri i lands in slots[i % size]
+  };
+
+  void Submit(size_t i) {
+    // The callback must not own the store: dropping the last reference on the IO
+    // thread would make the store join that thread from itself.
+    store_->Submit(uris_[i], {},
+                   [state = state_, i](Status st, std::vector<uint8_t> data, io::ObjectInfo) {
+                     std::lock_guard lock(state->mutex);
+                     Slot& slot = state->slots[i % state->slots.size()];
+                     slot.status = std::move(st);
+                     slot.data = std::move(data);
+                     slot.done = true;
+                     state->cv.notify_all();
+                   });
+  }
+
+  std::shared_ptr<io::ObjectStore> store_;
+  std::vector<std::string> uris_;
+  const size_t window_;
+  const bool return_errors_;
+  std::shared_ptr<State> state_;
+  size_t next_ = 0;       // the next index to yield
+  size_t submitted_ = 0;  // indexes below this are submitted
+};
 
 class PyObjectStore {
  public:
@@ -186,13 +298,19 @@ class PyObjectStore {
         } else {
           first_failed = std::min(first_failed, i);
         }
-        std::vector<uint8_t>().swap(slot.data);
+        store_->Recycle(std::move(slot.data));
         ++converted;
       }
       ready.clear();
     }
     if (first_failed < n) Throw(slots[first_failed].status);  // the first in order
     return out;
+  }
+
+  PyReadStream* IterRead(std::vector<std::string> uris, int64_t window, bool return_errors) {
+    const size_t w = window > 0 ? static_cast<size_t>(window)
+                                : 2 * static_cast<size_t>(store_->max_in_flight());
+    return new PyReadStream(store_, std::move(uris), w, return_errors);
   }
 
   nb::dict Stats() const { return IoMetricsToPython(store_->Metrics()); }
@@ -240,11 +358,16 @@ std::shared_ptr<io::ObjectStore> StoreFromPython(nb::handle store) {
 }
 
 void RegisterIO(nb::module_& m) {
+  nb::class_<PyBody>(m, "_Body", nb::type_slots(g_body_slots));
+  nb::class_<PyReadStream>(m, "_ReadStream")
+      .def("__iter__", [](nb::handle self) { return nb::borrow(self); })
+      .def("__next__", &PyReadStream::Next);
   nb::class_<PyObjectStore>(m, "_ObjectStore")
       .def(nb::init<nb::dict>(), "options"_a)
       .def("read", &PyObjectStore::Read, "uri"_a, "offset"_a = 0, "length"_a = -1)
       .def("read_many", &PyObjectStore::ReadMany, "uris"_a, "return_errors"_a = false)
       .def("read_with_info", &PyObjectStore::ReadWithInfo, "uri"_a, "offset"_a, "length"_a)
+      .def("iter_read", &PyObjectStore::IterRead, "uris"_a, "window"_a, "return_errors"_a)
       .def("stats", &PyObjectStore::Stats)
       .def("__repr__", &PyObjectStore::Repr);
 }

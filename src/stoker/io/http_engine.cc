@@ -1,5 +1,7 @@
 #include "stoker/io/http_engine.h"
 
+#include "stoker/io/buffer_pool.h"
+
 #include <curl/curl.h>
 #include <sys/socket.h>
 
@@ -97,6 +99,7 @@ struct HttpEngine::Impl {
   std::string sigv4;
   std::string userpwd_user, userpwd_secret;
   curl_slist* resolve = nullptr;
+  std::shared_ptr<BufferPool> buffers;
 
   CURLM* multi = nullptr;
   std::thread thread;
@@ -105,6 +108,7 @@ struct HttpEngine::Impl {
   bool stopping = false;                      // guarded by mutex
 
   // IO thread only.
+  std::vector<CURL*> idle_easy;  // finished handles, reset and reused by the next attempts
   std::deque<std::unique_ptr<Job>> ready;
   std::vector<std::unique_ptr<Job>> waiting;  // backing off
   std::unordered_set<Job*> active;
@@ -123,6 +127,15 @@ struct HttpEngine::Impl {
       : options(o), s3(c), budget(o.retry) {}
 
   void Run();
+  // Keeps a handle removed from the multi handle for the next attempt (as many as can
+  // run at once), else frees it.
+  void ReleaseEasy(CURL* easy) {
+    if (idle_easy.size() < static_cast<size_t>(options.max_in_flight)) {
+      idle_easy.push_back(easy);
+    } else {
+      curl_easy_cleanup(easy);
+    }
+  }
   void StartAttempt(std::unique_ptr<Job> job);
   void FinishAttempt(Job* job, CURLcode rc);
   void Complete(std::unique_ptr<Job> job, Status status);
@@ -196,11 +209,16 @@ size_t HttpEngine::Impl::OnBody(char* ptr, size_t size, size_t n, void* user) {
     return CURL_WRITEFUNC_ERROR;
   }
   if (job->data.size() == job->attempt_start && job->content_length > 0) {
-    // One allocation for the whole body when the server said its size (capped: a
-    // lying header must not make us reserve gigabytes).
-    job->data.reserve(job->attempt_start +
-                      static_cast<size_t>(std::min<int64_t>(
-                          job->content_length, job->engine->options.max_object_bytes)));
+    // One buffer for the whole body when the server said its size (capped: a lying
+    // header must not make us reserve gigabytes), from the pool when it is a fresh read.
+    const size_t want = job->attempt_start +
+                        static_cast<size_t>(std::min<int64_t>(
+                            job->content_length, job->engine->options.max_object_bytes));
+    if (job->data.empty() && job->data.capacity() < want) {
+      job->data = job->engine->buffers->Take(want);
+    } else {
+      job->data.reserve(want);
+    }
   }
   const auto* bytes = reinterpret_cast<const uint8_t*>(ptr);  // same type: a memcpy
   job->data.insert(job->data.end(), bytes, bytes + len);
@@ -245,7 +263,18 @@ void HttpEngine::Impl::StartAttempt(std::unique_ptr<Job> job) {
   j->request_offset = j->request.range.offset + static_cast<int64_t>(j->data.size());
   j->ranged = j->request_offset > 0 || j->request.range.length >= 0;
 
-  CURL* easy = curl_easy_init();
+  CURL* easy = nullptr;
+  if (!idle_easy.empty()) {
+    easy = idle_easy.back();
+    idle_easy.pop_back();
+    curl_easy_reset(easy);  // keeps its buffers; every option is set again below
+  } else {
+    easy = curl_easy_init();
+    if (easy == nullptr) {
+      Complete(std::move(job), Describe(*j, StatusCode::kInternal, "curl_easy_init failed"));
+      return;
+    }
+  }
   j->easy = easy;
   curl_easy_setopt(easy, CURLOPT_URL, j->request.url.c_str());
   curl_easy_setopt(easy, CURLOPT_PRIVATE, j);
@@ -271,6 +300,7 @@ void HttpEngine::Impl::StartAttempt(std::unique_ptr<Job> job) {
   curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
   if (!options.ca_file.empty())
     curl_easy_setopt(easy, CURLOPT_CAINFO, options.ca_file.c_str());
+
   curl_easy_setopt(easy, CURLOPT_BUFFERSIZE, 256L << 10);  // fewer, larger reads
   curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);  // prefer multiplexing on HTTP/2
   if (resolve != nullptr) curl_easy_setopt(easy, CURLOPT_RESOLVE, resolve);
@@ -395,7 +425,7 @@ void HttpEngine::Impl::FinishAttempt(Job* raw, CURLcode rc) {
   curl_easy_getinfo(job->easy, CURLINFO_STARTTRANSFER_TIME_T, &ttfb_us);
   curl_easy_getinfo(job->easy, CURLINFO_RESPONSE_CODE, &job->status);
   curl_multi_remove_handle(multi, job->easy);
-  curl_easy_cleanup(job->easy);
+  ReleaseEasy(job->easy);
   curl_slist_free_all(job->headers);
   job->easy = nullptr;
   job->headers = nullptr;
@@ -586,14 +616,18 @@ void HttpEngine::Impl::Run() {
   for (auto& j : rest) {
     Complete(std::move(j), status::Cancelled("read cancelled: the object store closed"));
   }
+  for (CURL* easy : idle_easy) curl_easy_cleanup(easy);
+  idle_easy.clear();
 }
 
 HttpEngine::HttpEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<HttpEngine>> HttpEngine::Make(const ObjectStoreOptions& options,
-                                                     const S3Config& s3) {
+                                                     const S3Config& s3,
+                                                     std::shared_ptr<BufferPool> buffers) {
   std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   auto impl = std::make_unique<Impl>(options, s3);
+  impl->buffers = std::move(buffers);
   impl->sigv4 = "aws:amz:" + s3.region + ":s3";
   impl->userpwd_user = s3.credentials.access_key_id;
   impl->userpwd_secret = s3.credentials.secret_access_key;

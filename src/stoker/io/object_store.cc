@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "stoker/io/buffer_pool.h"
 #include "stoker/io/http_engine.h"
 
 namespace stoker::io {
@@ -120,8 +121,10 @@ Result<std::shared_ptr<ObjectStore>> ObjectStore::Make(ObjectStoreOptions option
   STOKER_RETURN_NOT_OK(ValidateOptions(options));
   STOKER_ASSIGN_OR_RETURN(S3Config s3, ResolveS3Config(options.s3, env));
   std::shared_ptr<ObjectStore> store(new ObjectStore(std::move(options), std::move(s3)));
-  STOKER_ASSIGN_OR_RETURN(store->engine_,
-                          HttpEngine::Make(store->options_, store->s3_config_));
+  store->buffers_ = std::make_shared<BufferPool>(store->options_.pooled_buffer_bytes);
+  STOKER_ASSIGN_OR_RETURN(store->engine_, HttpEngine::Make(store->options_,
+                                                           store->s3_config_,
+                                                           store->buffers_));
   store->local_ = std::make_unique<LocalReader>(store.get());
   return store;
 }
@@ -246,6 +249,8 @@ Status ObjectStore::Read(const std::string& uri, ByteRange range,
   cv.wait(lock, [&] { return finished; });
   return result;
 }
+
+void ObjectStore::Recycle(std::vector<uint8_t> buffer) { buffers_->Give(std::move(buffer)); }
 
 IoMetrics ObjectStore::Metrics() const { return engine_->Metrics(); }
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <utility>
 
+#include "stoker/io/buffer_pool.h"
 #include "stoker/io/local_file.h"
 #include "stoker/io/object_store.h"
 
@@ -14,6 +15,7 @@ std::shared_ptr<ImageReads> ImageReads::Start(io::ObjectStore& store,
                                               std::stop_token stop) {
   auto reads = std::make_shared<ImageReads>();
   reads->stop_ = std::move(stop);
+  reads->pool_ = store.buffers();
   reads->slots_.resize(refs.size());
   for (size_t i = 0; i < refs.size(); ++i) reads->slots_[i].ref = refs[i];
   // Every slot exists before the first read starts: a callback may run at once.
@@ -50,7 +52,11 @@ bool ImageReads::Take(size_t index, const std::string& ref, std::vector<uint8_t>
   slot.taken = true;
   *status = slot.status;
   out->swap(slot.data);
-  std::vector<uint8_t>().swap(slot.data);
+  // The caller's previous buffer goes back to the store's pool for a later read.
+  std::vector<uint8_t> previous = std::move(slot.data);
+  slot.data = {};
+  lock.unlock();
+  if (pool_ != nullptr) pool_->Give(std::move(previous));
   return true;
 }
 
