@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "stoker/binding/binding_util.h"
-#include "stoker/io/buffer_pool.h"
+#include "stoker/io/body_buffers.h"
 #include "stoker/io/object_store.h"
 
 namespace nb = nanobind;
@@ -88,7 +88,7 @@ io::ByteRange MakeRange(int64_t offset, int64_t length) {
 // view of it is released.
 class PyBody {
  public:
-  PyBody(std::vector<uint8_t> data, std::shared_ptr<io::BufferPool> pool)
+  PyBody(std::vector<uint8_t> data, std::shared_ptr<io::BodyBuffers> pool)
       : data_(std::move(data)), pool_(std::move(pool)) {}
   ~PyBody() { pool_->Give(std::move(data_)); }
   PyBody(const PyBody&) = delete;
@@ -103,7 +103,7 @@ class PyBody {
 
  private:
   std::vector<uint8_t> data_;
-  std::shared_ptr<io::BufferPool> pool_;  // not the store: a view must not keep it open
+  std::shared_ptr<io::BodyBuffers> pool_;  // not the store: a view must not keep it open
 };
 
 PyType_Slot g_body_slots[] = {

@@ -1,6 +1,6 @@
 #include "stoker/io/http_engine.h"
 
-#include "stoker/io/buffer_pool.h"
+#include "stoker/io/body_buffers.h"
 
 #include <curl/curl.h>
 #include <sys/socket.h>
@@ -99,7 +99,7 @@ struct HttpEngine::Impl {
   std::string sigv4;
   std::string userpwd_user, userpwd_secret;
   curl_slist* resolve = nullptr;
-  std::shared_ptr<BufferPool> buffers;
+  std::shared_ptr<BodyBuffers> buffers;
 
   CURLM* multi = nullptr;
   std::thread thread;
@@ -624,7 +624,7 @@ HttpEngine::HttpEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<HttpEngine>> HttpEngine::Make(const ObjectStoreOptions& options,
                                                      const S3Config& s3,
-                                                     std::shared_ptr<BufferPool> buffers) {
+                                                     std::shared_ptr<BodyBuffers> buffers) {
   std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   auto impl = std::make_unique<Impl>(options, s3);
   impl->buffers = std::move(buffers);

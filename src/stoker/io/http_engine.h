@@ -26,7 +26,7 @@ class HttpEngine {
   // Starts the IO thread. Bodies of known length are filled into buffers from `buffers`.
   static Result<std::unique_ptr<HttpEngine>> Make(const ObjectStoreOptions& options,
                                                   const S3Config& s3,
-                                                  std::shared_ptr<BufferPool> buffers);
+                                                  std::shared_ptr<BodyBuffers> buffers);
   ~HttpEngine();  // fails what is still queued or running with Cancelled, then joins
 
   void Submit(HttpRequest request, ReadCallback done);

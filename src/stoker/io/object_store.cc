@@ -12,7 +12,7 @@
 #include <mutex>
 #include <thread>
 
-#include "stoker/io/buffer_pool.h"
+#include "stoker/io/body_buffers.h"
 #include "stoker/io/http_engine.h"
 
 namespace stoker::io {
@@ -121,7 +121,7 @@ Result<std::shared_ptr<ObjectStore>> ObjectStore::Make(ObjectStoreOptions option
   STOKER_RETURN_NOT_OK(ValidateOptions(options));
   STOKER_ASSIGN_OR_RETURN(S3Config s3, ResolveS3Config(options.s3, env));
   std::shared_ptr<ObjectStore> store(new ObjectStore(std::move(options), std::move(s3)));
-  store->buffers_ = std::make_shared<BufferPool>(store->options_.pooled_buffer_bytes);
+  store->buffers_ = std::make_shared<BodyBuffers>(store->options_.kept_body_bytes);
   STOKER_ASSIGN_OR_RETURN(store->engine_, HttpEngine::Make(store->options_,
                                                            store->s3_config_,
                                                            store->buffers_));

@@ -51,7 +51,7 @@ struct ObjectStoreOptions {
   double total_timeout_s = 120.0;               // one attempt, start to last byte
   int64_t max_object_bytes = int64_t{1} << 30;  // larger bodies fail (LimitExceeded)
   // Capacity of body buffers handed back through Recycle and kept for later reads.
-  int64_t pooled_buffer_bytes = int64_t{64} << 20;
+  int64_t kept_body_bytes = int64_t{64} << 20;
   bool verify_tls = true;
   std::string ca_file;  // PEM bundle to trust instead of the system's
   // "host:port:address" entries that bypass DNS (curl's --resolve), e.g. to reach a
@@ -85,7 +85,7 @@ struct IoMetrics {
 using ReadCallback =
     std::function<void(Status status, std::vector<uint8_t> data, ObjectInfo info)>;
 
-class BufferPool;
+class BodyBuffers;
 class HttpEngine;
 class LocalReader;
 
@@ -106,10 +106,10 @@ class ObjectStore {
               ObjectInfo* info = nullptr);
 
   // Hands back the buffer of a body the caller is done with: a later read of a similar
-  // size fills it instead of fresh memory (bounded by pooled_buffer_bytes).
+  // size fills it instead of fresh memory (bounded by kept_body_bytes).
   void Recycle(std::vector<uint8_t> buffer);
   // The pool behind Recycle, for owners of bodies that may outlive the store.
-  const std::shared_ptr<BufferPool>& buffers() const { return buffers_; }
+  const std::shared_ptr<BodyBuffers>& buffers() const { return buffers_; }
 
   IoMetrics Metrics() const;
   int max_in_flight() const { return options_.max_in_flight; }
@@ -125,7 +125,7 @@ class ObjectStore {
   // Not const: the destructor overwrites the secrets they hold.
   ObjectStoreOptions options_;
   S3Config s3_config_;
-  std::shared_ptr<BufferPool> buffers_;
+  std::shared_ptr<BodyBuffers> buffers_;
   std::unique_ptr<HttpEngine> engine_;
   std::unique_ptr<LocalReader> local_;
 };

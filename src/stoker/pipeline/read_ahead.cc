@@ -3,7 +3,7 @@
 #include <chrono>
 #include <utility>
 
-#include "stoker/io/buffer_pool.h"
+#include "stoker/io/body_buffers.h"
 #include "stoker/io/local_file.h"
 #include "stoker/io/object_store.h"
 

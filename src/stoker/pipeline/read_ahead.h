@@ -23,7 +23,7 @@
 #include "stoker/core/status.h"
 
 namespace stoker::io {
-class BufferPool;
+class BodyBuffers;
 class ObjectStore;
 }
 
@@ -60,7 +60,7 @@ class ImageReads {
   std::condition_variable done_;
   std::vector<Slot> slots_;
   std::stop_token stop_;
-  std::shared_ptr<io::BufferPool> pool_;  // the store's: takes the callers' old buffers
+  std::shared_ptr<io::BodyBuffers> pool_;  // the store's: takes the callers' old buffers
 };
 
 }  // namespace stoker::pipeline
