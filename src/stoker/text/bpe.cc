@@ -362,9 +362,6 @@ uint64_t PieceCache::Hash(std::string_view piece) {
   return XXH3_64bits(piece.data(), piece.size());
 }
 
-namespace {
-uint32_t Tag(uint64_t hash) { return static_cast<uint32_t>(hash >> 32) | 1u; }
-}  // namespace
 
 bool PieceCache::Find(std::string_view piece, uint64_t hash, const uint32_t** ids,
                       size_t* n) {

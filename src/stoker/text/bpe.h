@@ -64,9 +64,19 @@ class PieceCache {
   // slot, in cache by then).
   void PrefetchSlot(uint64_t hash) const { __builtin_prefetch(&slots_[hash & (kSlots - 1)]); }
   void PrefetchEntry(uint64_t hash) const {
-    const Slot& slot = slots_[hash & (kSlots - 1)];
-    if (slot.tag != 0) __builtin_prefetch(arena_.data() + slot.at);
+    // The entry whose tag matches, a few slots along the probe run at most (the home
+    // slot often holds another piece).
+    const uint32_t tag = Tag(hash);
+    for (size_t i = hash & (kSlots - 1), n = 0; n < 4; ++n, i = (i + 1) & (kSlots - 1)) {
+      const Slot& slot = slots_[i];
+      if (slot.tag == 0) return;
+      if (slot.tag == tag) {
+        __builtin_prefetch(arena_.data() + slot.at);
+        return;
+      }
+    }
   }
+  static uint32_t Tag(uint64_t hash) { return static_cast<uint32_t>(hash >> 32) | 1u; }
 
  private:
   static constexpr size_t kSlots = 131072;  // a power of two, load <= 0.49
