@@ -20,7 +20,7 @@ namespace stoker::vision {
 // the last reference goes. Throws std::bad_alloc when memory is exhausted.
 std::shared_ptr<float> AllocateOutput(size_t floats);
 
-inline constexpr size_t kMaxKeptOutputs = 4;
+inline constexpr size_t kMaxKeptOutputs = 8;
 inline constexpr size_t kMaxKeptOutputBytes = size_t{2} << 30;  // of address space
 // Bytes of released output mappings kept for reuse now (for tests and stats).
 size_t KeptOutputBytes();
