@@ -45,6 +45,12 @@ struct AxisTaps {
   std::vector<int32_t> group_index;
   std::vector<int32_t> group_last;
   std::vector<int32_t> group_table;
+  // When every weight fits int16 (the torchvision backend), the weights of contiguous
+  // groups again, as int16 pairs for a multiply-add of two taps at once: for taps
+  // (j, j + 1), j even, the kTapGroup samples' (weight j, weight j + 1) pairs; a
+  // missing tap j + 1 has weight 0. At group_pairs[group_pairs_index[g]], or -1.
+  std::vector<int16_t> group_pairs;
+  std::vector<int32_t> group_pairs_index;
 };
 
 // Computes the taps for resizing `in_size` samples to `out_size` (both >= 1).
