@@ -112,6 +112,7 @@ void PlanAxis(ResizeBackend backend, int in_size, int out_size, AxisTaps* taps) 
     taps->weights[k] = v;
   }
 
+  taps->int16_weights = !pillow;
   constexpr int kGroup = AxisTaps::kTapGroup;
   const int groups = out_size / kGroup;  // a partial last group runs the scalar loop
   taps->group_taps.resize(groups);
@@ -144,7 +145,7 @@ void PlanAxis(ResizeBackend backend, int in_size, int out_size, AxisTaps* taps) 
       }
     }
     taps->group_last[g] = last;
-    if (!pillow && taps->group_contiguous[g]) {
+    if (taps->int16_weights && taps->group_contiguous[g]) {
       taps->group_pairs_index[g] = static_cast<int32_t>(taps->group_pairs.size());
       auto weight = [&](int i, int j) -> int16_t {
         return static_cast<int16_t>(

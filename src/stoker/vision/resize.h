@@ -28,6 +28,7 @@ struct AxisTaps {
   int out_size = 0;
   int max_taps = 0;
   int precision = 0;
+  bool int16_weights = false;  // every weight fits int16 (the torchvision backend)
   std::vector<int32_t> start;
   std::vector<int32_t> count;
   std::vector<int32_t> weights;

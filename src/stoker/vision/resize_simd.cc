@@ -40,6 +40,36 @@ void VerticalPassSimd(const uint8_t* src, int width, int channels, const AxisTap
     const int n = taps.count[y];
     uint8_t* out = dst + stride * (y - y_begin);
     size_t i = 0;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+    if (taps.int16_weights) {
+      // Two input rows per _mm256_madd_epi16: their bytes interleaved, times the pair
+      // (weight j, weight j + 1). Integer sums, so the same bytes as one tap at a time.
+      const hn::Full64<uint8_t> d8;
+      for (; i + 16 <= stride; i += 16) {
+        __m256i lo = _mm256_set1_epi32(bias), hi = lo;
+        for (int j = 0; j < n; j += 2) {
+          const __m128i a =
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + stride * j + i));
+          const bool pair = j + 1 < n;
+          const __m128i b =
+              pair ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + stride * (j + 1) + i))
+                   : _mm_setzero_si128();
+          const uint32_t w0 = static_cast<uint16_t>(static_cast<int16_t>(k[j]));
+          const uint32_t w1 = pair ? static_cast<uint16_t>(static_cast<int16_t>(k[j + 1])) : 0;
+          const __m256i w = _mm256_set1_epi32(static_cast<int32_t>(w0 | w1 << 16));
+          lo = _mm256_add_epi32(
+              lo, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, b)), w));
+          hi = _mm256_add_epi32(
+              hi, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, b)), w));
+        }
+        // Arithmetic shift = floor division; DemoteTo saturates to [0, 255] (clip8).
+        hn::StoreU(hn::DemoteTo(d8, hn::ShiftRightSame(hn::Vec256<int32_t>{lo}, precision)),
+                   d8, out + i);
+        hn::StoreU(hn::DemoteTo(d8, hn::ShiftRightSame(hn::Vec256<int32_t>{hi}, precision)),
+                   d8, out + i + 8);
+      }
+    }
+#endif
     for (; i + lanes <= stride; i += lanes) {
       auto acc = vbias;
       for (int j = 0; j < n; ++j) {
