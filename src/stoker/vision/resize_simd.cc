@@ -15,6 +15,7 @@
 
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <bit>
 
 #include "stoker/vision/resize.h"
@@ -124,6 +125,7 @@ bool HorizontalPassRgbSimd(const uint8_t* src, int rows, const AxisTaps& taps,
   const hn::ScalableTag<int32_t> d;
   const hn::Rebind<uint8_t, decltype(d)> du8;
   constexpr int kGroup = AxisTaps::kTapGroup;
+  [[maybe_unused]] constexpr int kMaxPairTaps = 24;  // contiguous groups: a few taps
   const int lanes = static_cast<int>(hn::Lanes(d));
   if (lanes > kGroup || kGroup % lanes != 0) return false;
   const int precision = taps.precision;
@@ -150,38 +152,53 @@ bool HorizontalPassRgbSimd(const uint8_t* src, int rows, const AxisTaps& taps,
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
       // Consecutive inputs: split 8 pixels' bytes into R, G, B with one interleaved
       // load instead of a gather (reads exactly those 24 bytes).
-      if (taps.group_contiguous[g] && taps.group_pairs_index[g] >= 0) {
+      if (taps.group_contiguous[g] && taps.group_pairs_index[g] >= 0 && n <= kMaxPairTaps) {
         // int16 weights: two taps per _mm256_madd_epi16 (8 output pixels, 16 products)
-        // instead of one 32-bit multiply per tap. Integer sums, so the same bytes.
-        const hn::Full256<int32_t> d32;
+        // instead of one 32-bit multiply per tap. The group's inputs (15 + n pixels) are
+        // split into R, G, B int16 rows once; tap pair (j, j + 1) of pixels x..x+7 then
+        // reads rows at x + j and x + j + 1 and interleaves them. Integer sums, so the
+        // same bytes.
         const hn::Full64<uint8_t> d8;
-        const auto bias8 = hn::Set(d32, bias);
+        const hn::Full128<int16_t> d16;
         const uint8_t* first = in + static_cast<size_t>(taps.start[x0]) * 3;
+        const int valid = kGroup - 1 + n;  // in the row, by group_contiguous
+        alignas(32) int16_t planes[3][kGroup + kMaxPairTaps + 8];
+        int k = 0;
+        for (; k + 8 <= valid; k += 8) {
+          hn::Vec<decltype(d8)> r8, g8, b8;
+          hn::LoadInterleaved3(d8, first + static_cast<size_t>(k) * 3, r8, g8, b8);
+          hn::StoreU(hn::PromoteTo(d16, r8), d16, planes[0] + k);
+          hn::StoreU(hn::PromoteTo(d16, g8), d16, planes[1] + k);
+          hn::StoreU(hn::PromoteTo(d16, b8), d16, planes[2] + k);
+        }
+        for (; k < valid; ++k) {
+          for (int c = 0; c < 3; ++c) planes[c][k] = first[k * 3 + c];
+        }
+        // The last pair of an odd tap count reads one pixel more, at weight 0.
+        for (int c = 0; c < 3; ++c) std::fill_n(planes[c] + valid, 9, int16_t{0});
         const int16_t* pairs = taps.group_pairs.data() + taps.group_pairs_index[g];
-        const auto zero8 = hn::Zero(d8);
+        // Two taps of one channel for pixels sub..sub+7: rows at +j and +j+1 interleaved.
+        auto pair_of = [](const int16_t* at) {
+          const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
+          const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 1));
+          return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(a, b)),
+                                         _mm_unpackhi_epi16(a, b), 1);
+        };
+        const hn::Full256<int32_t> d32;
         for (int sub = 0; sub < kGroup; sub += 8) {
-          auto r = bias8, gr = bias8, b = bias8;
+          // Separate variables, so that the accumulators stay in registers.
+          __m256i r = _mm256_set1_epi32(bias), gr = r, b = r;
           for (int j = 0; j < n; j += 2) {
-            hn::Vec<decltype(d8)> r0, g0, b0, r1 = zero8, g1 = zero8, b1 = zero8;
-            hn::LoadInterleaved3(d8, first + static_cast<size_t>(sub + j) * 3, r0, g0, b0);
-            // Past the last tap the weights are 0, and the pixels may lie past the row.
-            if (j + 1 < n) {
-              hn::LoadInterleaved3(d8, first + static_cast<size_t>(sub + j + 1) * 3, r1, g1,
-                                   b1);
-            }
             const __m256i w = _mm256_loadu_si256(
                 reinterpret_cast<const __m256i*>(pairs + (j / 2) * 2 * kGroup + sub * 2));
-            auto madd = [&w](hn::Vec<decltype(d8)> lo, hn::Vec<decltype(d8)> hi) {
-              const __m256i pixels = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(lo.raw, hi.raw));
-              return hn::Vec256<int32_t>{_mm256_madd_epi16(pixels, w)};
-            };
-            r = hn::Add(r, madd(r0, r1));
-            gr = hn::Add(gr, madd(g0, g1));
-            b = hn::Add(b, madd(b0, b1));
+            r = _mm256_add_epi32(r, _mm256_madd_epi16(pair_of(planes[0] + sub + j), w));
+            gr = _mm256_add_epi32(gr, _mm256_madd_epi16(pair_of(planes[1] + sub + j), w));
+            b = _mm256_add_epi32(b, _mm256_madd_epi16(pair_of(planes[2] + sub + j), w));
           }
-          hn::StoreInterleaved3(hn::DemoteTo(d8, hn::ShiftRightSame(r, precision)),
-                                hn::DemoteTo(d8, hn::ShiftRightSame(gr, precision)),
-                                hn::DemoteTo(d8, hn::ShiftRightSame(b, precision)), d8,
+          auto bytes = [&](__m256i acc) {
+            return hn::DemoteTo(d8, hn::ShiftRightSame(hn::Vec<decltype(d32)>{acc}, precision));
+          };
+          hn::StoreInterleaved3(bytes(r), bytes(gr), bytes(b), d8,
                                 out + static_cast<size_t>(x0 + sub) * 3);
         }
         continue;
