@@ -106,6 +106,8 @@ def start_server(args, plan) -> tuple[int, list[mp.Process]]:
     return port, procs
 
 
+# What every benchmark's nginx shares: the echo module, sendfile, keep-alive without a
+# request limit, no access log. `{http}` is the rest of the http block (servers, maps).
 NGINX_CONF = """
 load_module {module};
 worker_processes {workers};
@@ -118,22 +120,16 @@ http {{
   sendfile on;
   tcp_nodelay on;
   keepalive_requests 1000000;
-  map $uri $delay {{ {delays} }}
-  server {{
-    listen 127.0.0.1:{port};
-    location /{bucket}/ {{ echo_sleep $delay; echo_exec /files$uri; }}
-    location /files/{bucket}/ {{ internal; alias {root}/objects/; }}
-    location /nolat/ {{ alias {root}/objects/; }}
-  }}
+{http}
 }}
 """
 NGINX_MODULE = "/usr/lib/nginx/modules/ngx_http_echo_module.so"
 
 
-def launch_nginx(conf: str, root: str, port: int):
-    """Writes `conf` to root/nginx.conf, starts nginx in the foreground and waits until
-    it accepts on `port`; returns the process. Exits with the install hint when nginx or
-    its echo module is missing."""
+def launch_nginx(http: str, root: str, port: int, workers: int = 1):
+    """Writes root/nginx.conf (NGINX_CONF with `http` as the rest of its http block),
+    starts nginx in the foreground and waits until it accepts on `port`; returns the
+    process. Exits with the install hint when nginx or its echo module is missing."""
     import shutil
     import subprocess
 
@@ -144,7 +140,7 @@ def launch_nginx(conf: str, root: str, port: int):
     os.chmod(root, 0o755)  # nginx's workers run as another user
     path = os.path.join(root, "nginx.conf")
     with open(path, "w") as f:
-        f.write(conf)
+        f.write(NGINX_CONF.format(module=NGINX_MODULE, workers=workers, root=root, http=http))
     proc = subprocess.Popen([nginx, "-c", path, "-p", root], stderr=subprocess.PIPE)
     for _ in range(100):
         try:
@@ -173,9 +169,15 @@ def start_nginx(args, root: str) -> tuple[int, int, list]:
     # echo_sleep takes whole milliseconds.
     delays = " ".join(f"~{d}\\.bin$ {args.lat_lo + d * step:.3f};" for d in range(10))
     port = free_port()
-    conf = NGINX_CONF.format(module=NGINX_MODULE, workers=args.server_procs, root=root,
-                             delays=delays, port=port, bucket=BUCKET)
-    proc = launch_nginx(conf, root, port)
+    http = f"""
+  map $uri $delay {{ {delays} }}
+  server {{
+    listen 127.0.0.1:{port};
+    location /{BUCKET}/ {{ echo_sleep $delay; echo_exec /files$uri; }}
+    location /files/{BUCKET}/ {{ internal; alias {root}/objects/; }}
+    location /nolat/ {{ alias {root}/objects/; }}
+  }}"""
+    proc = launch_nginx(http, root, port, workers=args.server_procs)
     return port, sum(sizes[i % 256] for i in range(args.objects)), [proc]
 
 

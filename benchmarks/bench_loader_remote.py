@@ -25,27 +25,14 @@ import stoker
 from stoker.demo_data import generate_dataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_io import NGINX_MODULE, free_port, launch_nginx  # noqa: E402
+from bench_io import free_port, launch_nginx  # noqa: E402
 
-CONF = """
-load_module {module};
-worker_processes 1;
-pid {root}/nginx.pid;
-error_log {root}/error.log;
-daemon off;
-events {{ worker_connections 4096; }}
-http {{
-  access_log off;
-  sendfile on;
-  tcp_nodelay on;
-  keepalive_requests 1000000;
+SERVER = """
   server {{
     listen 127.0.0.1:{port};
     location /bench/ {{ echo_sleep {delay:.3f}; echo_exec /files$uri; }}
     location /files/bench/ {{ internal; alias {data}/; }}
-  }}
-}}
-"""
+  }}"""
 
 
 def epoch(loader: stoker.Loader) -> tuple[float, int]:
@@ -68,8 +55,8 @@ def main() -> None:
     latency = args.latency_ms / 1000
     with tempfile.TemporaryDirectory() as root:
         port = free_port()
-        server = launch_nginx(CONF.format(module=NGINX_MODULE, root=root, port=port,
-                                          delay=latency, data=data_dir), root, port)
+        server = launch_nginx(SERVER.format(port=port, delay=latency, data=data_dir), root,
+                              port)
         try:
             print(f"{data.num_conversations} samples, {data.num_images} distinct images, "
                   f"reply latency {args.latency_ms:g} ms, {os.cpu_count()} CPUs")
