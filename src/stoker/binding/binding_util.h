@@ -72,13 +72,19 @@ T Unwrap(Result<T> result) {
   return std::move(result).ValueOrDie();
 }
 
+// The stoker.errors exception for `status` (not raised): what a failed item becomes
+// where errors are returned in place of results.
+inline nb::object ErrorObject(const Status& status, const std::string& sample_key = {}) {
+  nb::object make_error = nb::module_::import_("stoker.errors").attr("_make_error");
+  return make_error(std::string(StatusCodeName(status.code())), status.message(),
+                    sample_key);
+}
+
 inline void TranslateStatus(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
   } catch (const StatusError& e) {
-    nb::object make_error = nb::module_::import_("stoker.errors").attr("_make_error");
-    nb::object exc = make_error(std::string(StatusCodeName(e.status.code())),
-                                e.status.message(), e.sample_key);
+    nb::object exc = ErrorObject(e.status, e.sample_key);
     PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
   }
 }

@@ -147,8 +147,7 @@ class PyReadStream {
         next_ = uris_.size();  // a failure ends the iteration
         Throw(status);
       }
-      nb::object make_error = nb::module_::import_("stoker.errors").attr("_make_error");
-      return make_error(std::string(StatusCodeName(status.code())), status.message(), "");
+      return ErrorObject(status);
     }
     nb::object body =
         nb::cast(new PyBody(std::move(data), store_->buffers()), nb::rv_policy::take_ownership);
@@ -277,7 +276,6 @@ class PyObjectStore {
     } wait_for_callbacks{mutex, cv, callbacks_run, n};
     nb::list out;
     for (size_t i = 0; i < n; ++i) out.append(nb::none());
-    nb::object make_error = nb::module_::import_("stoker.errors").attr("_make_error");
     size_t first_failed = n;
     std::vector<size_t> ready;
     for (size_t converted = 0; converted < n;) {
@@ -293,8 +291,7 @@ class PyObjectStore {
         if (slot.status.ok()) {
           out[i] = nb::bytes(reinterpret_cast<const char*>(slot.data.data()), slot.data.size());
         } else if (return_errors) {
-          out[i] = make_error(std::string(StatusCodeName(slot.status.code())),
-                              slot.status.message(), "");
+          out[i] = ErrorObject(slot.status);
         } else {
           first_failed = std::min(first_failed, i);
         }
