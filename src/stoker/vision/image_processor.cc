@@ -93,7 +93,6 @@ ImageProcessor::ImageProcessor(const ProcessorConfig& config) : config_(config) 
       formula_.std[c] = static_cast<float>(config.image_std[c]) * inverse;
     }
   }
-  formula_exact_ = true;
   for (int c = 0; c < kChannels; ++c) {
     for (int v = 0; v < 256; ++v) {
       const auto byte = static_cast<uint8_t>(v);
@@ -102,10 +101,26 @@ ImageProcessor::ImageProcessor(const ProcessorConfig& config) : config_(config) 
                                        config.image_std[c])
                        : NormalizeFast(byte, config.rescale_factor, config.image_mean[c],
                                        config.image_std[c]);
-      const float simd = formula_.Apply(c, byte);
-      if (std::memcmp(&simd, &lut_[c][v], sizeof(float)) != 0) formula_exact_ = false;
     }
   }
+  // The cheapest arithmetic that reproduces the table for every channel and byte.
+  for (bool reciprocal : {true, false}) {
+    formula_.SetReciprocal(reciprocal);
+    if (FormulaMatchesTable()) {
+      formula_exact_ = true;
+      break;
+    }
+  }
+}
+
+bool ImageProcessor::FormulaMatchesTable() const {
+  for (int c = 0; c < kChannels; ++c) {
+    for (int v = 0; v < 256; ++v) {
+      const float simd = formula_.Apply(c, static_cast<uint8_t>(v));
+      if (std::memcmp(&simd, &lut_[c][v], sizeof(float)) != 0) return false;
+    }
+  }
+  return true;
 }
 
 Result<ImageProcessor> ImageProcessor::Make(const ProcessorConfig& config) {

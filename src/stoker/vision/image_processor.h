@@ -106,9 +106,13 @@ class ImageProcessor {
   // Whether the SIMD arithmetic (NormalizeFormula) reproduces NormalizedValue for every
   // channel and byte, so Run may use it (otherwise Run looks values up in the table).
   bool normalize_formula_exact() const { return formula_exact_; }
+  // Whether that arithmetic multiplies by reciprocals (NormalizeFormula::reciprocal)
+  // rather than dividing.
+  bool normalize_formula_reciprocal() const { return formula_exact_ && formula_.reciprocal; }
 
  private:
   explicit ImageProcessor(const ProcessorConfig& config);
+  bool FormulaMatchesTable() const;
   // Writes the rows of block row `bh` (m * P resized rows starting at `band`).
   void WriteBlockRow(const ImagePlan& plan, const uint8_t* band, float* out, bool stream,
                      float* row) const;

@@ -47,13 +47,25 @@ bool WritePatchRowsSimdImpl(const uint8_t* band, size_t stride, int64_t wb, int 
   const size_t block = static_cast<size_t>(p) * p;
   const size_t length = 3 * static_cast<size_t>(t) * block;
   const bool divide = formula.divisor != 1.0f;
+  const bool reciprocal = formula.reciprocal;
   const auto divisor = hn::Set(df, formula.divisor);
+  const auto inverse_divisor = hn::Set(df, formula.inverse_divisor);
   const hn::Vec<decltype(df)> mean[3] = {hn::Set(df, formula.mean[0]),
                                          hn::Set(df, formula.mean[1]),
                                          hn::Set(df, formula.mean[2])};
   const hn::Vec<decltype(df)> stdev[3] = {hn::Set(df, formula.std[0]),
                                           hn::Set(df, formula.std[1]),
                                           hn::Set(df, formula.std[2])};
+  const hn::Vec<decltype(df)> inverse_std[3] = {hn::Set(df, formula.inverse_std[0]),
+                                                hn::Set(df, formula.inverse_std[1]),
+                                                hn::Set(df, formula.inverse_std[2])};
+  // NormalizeFormula::Divide, lane-wise.
+  const auto quotient = [&](auto a, auto b, auto inverse) {
+    if (!reciprocal) return hn::Div(a, b);
+    const auto q = hn::Mul(a, inverse);
+    const auto e = hn::NegMulAdd(q, b, a);
+    return hn::MulAdd(e, inverse, q);
+  };
   for (int64_t bw = 0; bw < wb; ++bw) {
     for (int mh = 0; mh < m; ++mh) {
       for (int mw = 0; mw < m; ++mw) {
@@ -68,8 +80,8 @@ bool WritePatchRowsSimdImpl(const uint8_t* band, size_t stride, int64_t wb, int 
             hn::LoadInterleaved3(du8, src + 3 * px, ch[0], ch[1], ch[2]);
             for (int c = 0; c < 3; ++c) {
               auto x = hn::ConvertTo(df, hn::PromoteTo(di, ch[c]));
-              if (divide) x = hn::Div(x, divisor);
-              const auto y = hn::Div(hn::Sub(x, mean[c]), stdev[c]);
+              if (divide) x = quotient(x, divisor, inverse_divisor);
+              const auto y = quotient(hn::Sub(x, mean[c]), stdev[c], inverse_std[c]);
               float* d = dst + static_cast<size_t>(c * t) * block + py * p + px;
               for (int tp = 0; tp < t; ++tp) hn::StoreU(y, df, d + tp * block);
             }
