@@ -35,36 +35,37 @@ void StreamFloatsSimd(const float* src, size_t n, float* dst) {
 // 8 pixels per step: LoadInterleaved3 splits 24 bytes into R, G, B; each channel is
 // widened to 8 floats and normalised. A patch row of p >= 8 pixels takes steps at
 // 0, 8, ... and a last one at p - 8 (overlapping, rewriting equal values), so nothing
-// outside the patch is read. Needs 256-bit vectors (AVX2 and up).
-bool WritePatchRowsSimdImpl(const uint8_t* band, size_t stride, int64_t wb, int m, int p,
-                            int t, const NormalizeFormula& formula, float* out,
-                            bool stream, float* row) {
+// outside the patch is read. Needs 256-bit vectors (AVX2 and up). The arithmetic
+// variant and the temporal count (kT, 0 = any) are template parameters, so the inner
+// loop has no branch on them.
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-  if (p < 8) return false;
+template <bool kDivide, bool kReciprocal, int kT>
+void PatchRows(const uint8_t* band, size_t stride, int64_t wb, int m, int p, int t_any,
+               const NormalizeFormula& formula, float* out, bool stream, float* row) {
   const hn::Full256<float> df;
   const hn::Full256<int32_t> di;
   const hn::Full64<uint8_t> du8;
+  using V = hn::Vec<decltype(df)>;
+  const int t = kT > 0 ? kT : t_any;
   const size_t block = static_cast<size_t>(p) * p;
   const size_t length = 3 * static_cast<size_t>(t) * block;
-  const bool divide = formula.divisor != 1.0f;
-  const bool reciprocal = formula.reciprocal;
-  const auto divisor = hn::Set(df, formula.divisor);
-  const auto inverse_divisor = hn::Set(df, formula.inverse_divisor);
-  const hn::Vec<decltype(df)> mean[3] = {hn::Set(df, formula.mean[0]),
-                                         hn::Set(df, formula.mean[1]),
-                                         hn::Set(df, formula.mean[2])};
-  const hn::Vec<decltype(df)> stdev[3] = {hn::Set(df, formula.std[0]),
-                                          hn::Set(df, formula.std[1]),
-                                          hn::Set(df, formula.std[2])};
-  const hn::Vec<decltype(df)> inverse_std[3] = {hn::Set(df, formula.inverse_std[0]),
-                                                hn::Set(df, formula.inverse_std[1]),
-                                                hn::Set(df, formula.inverse_std[2])};
+  const V divisor = hn::Set(df, formula.divisor);
+  const V inverse_divisor = hn::Set(df, formula.inverse_divisor);
+  V mean[3], stdev[3], inverse_std[3];
+  for (int c = 0; c < 3; ++c) {
+    mean[c] = hn::Set(df, formula.mean[c]);
+    stdev[c] = hn::Set(df, formula.std[c]);
+    inverse_std[c] = hn::Set(df, formula.inverse_std[c]);
+  }
   // NormalizeFormula::Divide, lane-wise.
-  const auto quotient = [&](auto a, auto b, auto inverse) {
-    if (!reciprocal) return hn::Div(a, b);
-    const auto q = hn::Mul(a, inverse);
-    const auto e = hn::NegMulAdd(q, b, a);
-    return hn::MulAdd(e, inverse, q);
+  const auto quotient = [](V a, V b, V inverse) {
+    if constexpr (!kReciprocal) {
+      return hn::Div(a, b);
+    } else {
+      const V q = hn::Mul(a, inverse);
+      const V e = hn::NegMulAdd(q, b, a);
+      return hn::MulAdd(e, inverse, q);
+    }
   };
   for (int64_t bw = 0; bw < wb; ++bw) {
     for (int mh = 0; mh < m; ++mh) {
@@ -74,15 +75,16 @@ bool WritePatchRowsSimdImpl(const uint8_t* band, size_t stride, int64_t wb, int 
         float* dst = stream ? row : out;
         for (int py = 0; py < p; ++py) {
           const uint8_t* src = origin + stride * py;
+          float* line = dst + static_cast<size_t>(py) * p;
           for (int px = 0;; px += 8) {
             if (px > p - 8) px = p - 8;
             hn::Vec<decltype(du8)> ch[3];
             hn::LoadInterleaved3(du8, src + 3 * px, ch[0], ch[1], ch[2]);
             for (int c = 0; c < 3; ++c) {
-              auto x = hn::ConvertTo(df, hn::PromoteTo(di, ch[c]));
-              if (divide) x = quotient(x, divisor, inverse_divisor);
-              const auto y = quotient(hn::Sub(x, mean[c]), stdev[c], inverse_std[c]);
-              float* d = dst + static_cast<size_t>(c * t) * block + py * p + px;
+              V x = hn::ConvertTo(df, hn::PromoteTo(di, ch[c]));
+              if constexpr (kDivide) x = quotient(x, divisor, inverse_divisor);
+              const V y = quotient(hn::Sub(x, mean[c]), stdev[c], inverse_std[c]);
+              float* d = line + static_cast<size_t>(c * t) * block + px;
               for (int tp = 0; tp < t; ++tp) hn::StoreU(y, df, d + tp * block);
             }
             if (px == p - 8) break;
@@ -92,6 +94,34 @@ bool WritePatchRowsSimdImpl(const uint8_t* band, size_t stride, int64_t wb, int 
         out += length;
       }
     }
+  }
+}
+
+template <bool kDivide, bool kReciprocal>
+void PatchRowsT(const uint8_t* band, size_t stride, int64_t wb, int m, int p, int t,
+                const NormalizeFormula& formula, float* out, bool stream, float* row) {
+  if (t == 2) {
+    PatchRows<kDivide, kReciprocal, 2>(band, stride, wb, m, p, t, formula, out, stream, row);
+  } else {
+    PatchRows<kDivide, kReciprocal, 0>(band, stride, wb, m, p, t, formula, out, stream, row);
+  }
+}
+#endif
+
+bool WritePatchRowsSimdImpl(const uint8_t* band, size_t stride, int64_t wb, int m, int p,
+                            int t, const NormalizeFormula& formula, float* out,
+                            bool stream, float* row) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  if (p < 8) return false;
+  const bool divide = formula.divisor != 1.0f;
+  if (divide && formula.reciprocal) {
+    PatchRowsT<true, true>(band, stride, wb, m, p, t, formula, out, stream, row);
+  } else if (divide) {
+    PatchRowsT<true, false>(band, stride, wb, m, p, t, formula, out, stream, row);
+  } else if (formula.reciprocal) {
+    PatchRowsT<false, true>(band, stride, wb, m, p, t, formula, out, stream, row);
+  } else {
+    PatchRowsT<false, false>(band, stride, wb, m, p, t, formula, out, stream, row);
   }
   return true;
 #else
