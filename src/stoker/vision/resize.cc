@@ -120,8 +120,8 @@ void PlanAxis(ResizeBackend backend, int in_size, int out_size, AxisTaps* taps) 
   taps->group_last.resize(groups);
   taps->group_contiguous.resize(groups);
   taps->group_table.clear();
-  taps->group_pairs.clear();
-  taps->group_pairs_index.assign(groups, -1);
+  taps->group_byte_pairs.clear();
+  taps->group_byte_pairs_index.assign(groups, -1);
   for (int g = 0; g < groups; ++g) {
     int n = 0, last = 0;
     bool contiguous = true;
@@ -146,15 +146,15 @@ void PlanAxis(ResizeBackend backend, int in_size, int out_size, AxisTaps* taps) 
     }
     taps->group_last[g] = last;
     if (taps->int16_weights && taps->group_contiguous[g]) {
-      taps->group_pairs_index[g] = static_cast<int32_t>(taps->group_pairs.size());
-      auto weight = [&](int i, int j) -> int16_t {
-        return static_cast<int16_t>(
-            j < taps->count[i] ? taps->weights[static_cast<size_t>(i) * max_taps + j] : 0);
+      taps->group_byte_pairs_index[g] = static_cast<int32_t>(taps->group_byte_pairs.size());
+      auto weight = [&](int i, int j) -> uint32_t {
+        const int32_t w = j < taps->count[i] ? taps->weights[static_cast<size_t>(i) * max_taps + j] : 0;
+        return static_cast<uint16_t>(static_cast<int16_t>(w));
       };
       for (int j = 0; j < n; j += 2) {
-        for (int i = g * kGroup; i < (g + 1) * kGroup; ++i) {
-          taps->group_pairs.push_back(weight(i, j));
-          taps->group_pairs.push_back(weight(i, j + 1));
+        for (int8_t b : AxisTaps::kBytePairOrder) {
+          const int i = g * kGroup + b / 3;
+          taps->group_byte_pairs.push_back(static_cast<int32_t>(weight(i, j) | weight(i, j + 1) << 16));
         }
       }
     }

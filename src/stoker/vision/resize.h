@@ -13,6 +13,7 @@
 // apart from the scratch the caller passes; thread-safe with one scratch per thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -46,12 +47,21 @@ struct AxisTaps {
   std::vector<int32_t> group_index;
   std::vector<int32_t> group_last;
   std::vector<int32_t> group_table;
-  // When every weight fits int16 (the torchvision backend), the weights of contiguous
-  // groups again, as int16 pairs for a multiply-add of two taps at once: for taps
-  // (j, j + 1), j even, the kTapGroup samples' (weight j, weight j + 1) pairs; a
-  // missing tap j + 1 has weight 0. At group_pairs[group_pairs_index[g]], or -1.
-  std::vector<int16_t> group_pairs;
-  std::vector<int32_t> group_pairs_index;
+  // When every weight fits int16 (the torchvision backend), contiguous groups are
+  // resized in the byte domain: output byte b of the group (pixel b / 3, channel b % 3)
+  // is sum_j in[first + 3j + b] * w_j(b / 3), with first the group's first input byte,
+  // so tap j of all 48 output bytes is one load at first + 3j, with no channel split.
+  // Taps go in pairs (j, j + 1), j even, for one multiply-add of two taps: per pair, 48
+  // int32, each the int16 pair (w_j, w_j+1) of one output byte (a missing tap j + 1 has
+  // weight 0), in the order the SIMD pass consumes them (kBytePairOrder). At
+  // group_byte_pairs[group_byte_pairs_index[g]], or -1.
+  static constexpr int kGroupBytes = 3 * kTapGroup;
+  static constexpr std::array<int8_t, kGroupBytes> kBytePairOrder = {
+      0,  1,  2,  3,  16, 17, 18, 19, 4,  5,  6,  7,  20, 21, 22, 23,
+      8,  9,  10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31,
+      32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47};
+  std::vector<int32_t> group_byte_pairs;
+  std::vector<int32_t> group_byte_pairs_index;
 };
 
 // Computes the taps for resizing `in_size` samples to `out_size` (both >= 1).

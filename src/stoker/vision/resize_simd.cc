@@ -125,7 +125,6 @@ bool HorizontalPassRgbSimd(const uint8_t* src, int rows, const AxisTaps& taps,
   const hn::ScalableTag<int32_t> d;
   const hn::Rebind<uint8_t, decltype(d)> du8;
   constexpr int kGroup = AxisTaps::kTapGroup;
-  [[maybe_unused]] constexpr int kMaxPairTaps = 24;  // contiguous groups: a few taps
   const int lanes = static_cast<int>(hn::Lanes(d));
   if (lanes > kGroup || kGroup % lanes != 0) return false;
   const int precision = taps.precision;
@@ -152,55 +151,64 @@ bool HorizontalPassRgbSimd(const uint8_t* src, int rows, const AxisTaps& taps,
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
       // Consecutive inputs: split 8 pixels' bytes into R, G, B with one interleaved
       // load instead of a gather (reads exactly those 24 bytes).
-      if (taps.group_contiguous[g] && taps.group_pairs_index[g] >= 0 && n <= kMaxPairTaps) {
-        // int16 weights: two taps per _mm256_madd_epi16 (8 output pixels, 16 products)
-        // instead of one 32-bit multiply per tap. The group's inputs (15 + n pixels) are
-        // split into R, G, B int16 rows once; tap pair (j, j + 1) of pixels x..x+7 then
-        // reads rows at x + j and x + j + 1 and interleaves them. Integer sums, so the
-        // same bytes.
-        const hn::Full64<uint8_t> d8;
-        const hn::Full128<int16_t> d16;
-        const uint8_t* first = in + static_cast<size_t>(taps.start[x0]) * 3;
-        const int valid = kGroup - 1 + n;  // in the row, by group_contiguous
-        alignas(32) int16_t planes[3][kGroup + kMaxPairTaps + 8];
-        int k = 0;
-        for (; k + 8 <= valid; k += 8) {
-          hn::Vec<decltype(d8)> r8, g8, b8;
-          hn::LoadInterleaved3(d8, first + static_cast<size_t>(k) * 3, r8, g8, b8);
-          hn::StoreU(hn::PromoteTo(d16, r8), d16, planes[0] + k);
-          hn::StoreU(hn::PromoteTo(d16, g8), d16, planes[1] + k);
-          hn::StoreU(hn::PromoteTo(d16, b8), d16, planes[2] + k);
+      if (taps.group_contiguous[g] && taps.group_byte_pairs_index[g] >= 0) {
+        // int16 weights, in the byte domain (AxisTaps::group_byte_pairs): per tap pair,
+        // the 48 output bytes' inputs are the bytes at first + 3j and first + 3j + 3.
+        // Interleaving those two loads and widening with zeros gives (tap j, tap j + 1)
+        // int16 pairs for _mm256_madd_epi16; the in-lane unpacks scramble the bytes in
+        // a fixed way (kBytePairOrder), and the in-lane packs at the end undo it.
+        // Integer sums, so the same bytes as one tap at a time.
+        const int pairs = (n + 1) / 2;
+        const size_t first_byte = static_cast<size_t>(taps.start[x0]) * 3;
+        // Reads end at first + 6 * pairs + 45: past the row by up to 3 bytes when the
+        // tap count is odd, which only the last row of `src` cannot afford.
+        if (last_row && first_byte + 6 * static_cast<size_t>(pairs) + 45 > in_stride) {
+          for (int x = x0; x < x0 + kGroup; ++x) HorizontalPixelScalar(in, taps, x, bias, out);
+          continue;
         }
-        for (; k < valid; ++k) {
-          for (int c = 0; c < 3; ++c) planes[c][k] = first[k * 3 + c];
-        }
-        // The last pair of an odd tap count reads one pixel more, at weight 0.
-        for (int c = 0; c < 3; ++c) std::fill_n(planes[c] + valid, 9, int16_t{0});
-        const int16_t* pairs = taps.group_pairs.data() + taps.group_pairs_index[g];
-        // Two taps of one channel for pixels sub..sub+7: rows at +j and +j+1 interleaved.
-        auto pair_of = [](const int16_t* at) {
-          const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
-          const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 1));
-          return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(a, b)),
-                                         _mm_unpackhi_epi16(a, b), 1);
-        };
-        const hn::Full256<int32_t> d32;
-        for (int sub = 0; sub < kGroup; sub += 8) {
-          // Separate variables, so that the accumulators stay in registers.
-          __m256i r = _mm256_set1_epi32(bias), gr = r, b = r;
-          for (int j = 0; j < n; j += 2) {
-            const __m256i w = _mm256_loadu_si256(
-                reinterpret_cast<const __m256i*>(pairs + (j / 2) * 2 * kGroup + sub * 2));
-            r = _mm256_add_epi32(r, _mm256_madd_epi16(pair_of(planes[0] + sub + j), w));
-            gr = _mm256_add_epi32(gr, _mm256_madd_epi16(pair_of(planes[1] + sub + j), w));
-            b = _mm256_add_epi32(b, _mm256_madd_epi16(pair_of(planes[2] + sub + j), w));
-          }
-          auto bytes = [&](__m256i acc) {
-            return hn::DemoteTo(d8, hn::ShiftRightSame(hn::Vec<decltype(d32)>{acc}, precision));
+        const uint8_t* first = in + first_byte;
+        const int32_t* w = taps.group_byte_pairs.data() + taps.group_byte_pairs_index[g];
+        const __m256i zero = _mm256_setzero_si256();
+        const __m128i zero4 = _mm_setzero_si128();
+        __m256i a0 = _mm256_set1_epi32(bias), a1 = a0, a2 = a0, a3 = a0;
+        __m128i c0 = _mm_set1_epi32(bias), c1 = c0, c2 = c0, c3 = c0;
+        for (int pair = 0; pair < pairs; ++pair, w += AxisTaps::kGroupBytes) {
+          const uint8_t* at = first + 6 * pair;
+          // Bytes 0..31: lanes hold bytes 0..15 and 16..31.
+          const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at));
+          const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at + 3));
+          const __m256i lo = _mm256_unpacklo_epi8(x, y), hi = _mm256_unpackhi_epi8(x, y);
+          auto weights = [w](int k) {
+            return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k));
           };
-          hn::StoreInterleaved3(bytes(r), bytes(gr), bytes(b), d8,
-                                out + static_cast<size_t>(x0 + sub) * 3);
+          a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), weights(0)));
+          a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), weights(8)));
+          a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), weights(16)));
+          a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), weights(24)));
+          // Bytes 32..47.
+          const __m128i x4 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 32));
+          const __m128i y4 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 35));
+          const __m128i lo4 = _mm_unpacklo_epi8(x4, y4), hi4 = _mm_unpackhi_epi8(x4, y4);
+          auto weights4 = [w](int k) {
+            return _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + k));
+          };
+          c0 = _mm_add_epi32(c0, _mm_madd_epi16(_mm_unpacklo_epi8(lo4, zero4), weights4(32)));
+          c1 = _mm_add_epi32(c1, _mm_madd_epi16(_mm_unpackhi_epi8(lo4, zero4), weights4(36)));
+          c2 = _mm_add_epi32(c2, _mm_madd_epi16(_mm_unpacklo_epi8(hi4, zero4), weights4(40)));
+          c3 = _mm_add_epi32(c3, _mm_madd_epi16(_mm_unpackhi_epi8(hi4, zero4), weights4(44)));
         }
+        // Arithmetic shift = floor division; signed then unsigned saturating packs clip
+        // to [0, 255] (clip8).
+        const __m128i shift = _mm_cvtsi32_si128(precision);
+        const __m256i bytes = _mm256_packus_epi16(
+            _mm256_packs_epi32(_mm256_sra_epi32(a0, shift), _mm256_sra_epi32(a1, shift)),
+            _mm256_packs_epi32(_mm256_sra_epi32(a2, shift), _mm256_sra_epi32(a3, shift)));
+        const __m128i bytes4 = _mm_packus_epi16(
+            _mm_packs_epi32(_mm_sra_epi32(c0, shift), _mm_sra_epi32(c1, shift)),
+            _mm_packs_epi32(_mm_sra_epi32(c2, shift), _mm_sra_epi32(c3, shift)));
+        uint8_t* dst_group = out + static_cast<size_t>(x0) * 3;
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst_group), bytes);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst_group + 32), bytes4);
         continue;
       }
       if (taps.group_contiguous[g]) {
