@@ -113,6 +113,16 @@ void PlanAxis(ResizeBackend backend, int in_size, int out_size, AxisTaps* taps) 
   }
 
   taps->int16_weights = !pillow;
+  taps->pair_stride = pillow ? 0 : (max_taps + 1) / 2;
+  taps->pair_weights.assign(static_cast<size_t>(out_size) * taps->pair_stride, 0);
+  for (int i = 0; i < out_size && !pillow; ++i) {
+    for (int j = 0; j < taps->count[i]; ++j) {
+      const auto w = static_cast<uint16_t>(
+          static_cast<int16_t>(taps->weights[static_cast<size_t>(i) * max_taps + j]));
+      taps->pair_weights[static_cast<size_t>(i) * taps->pair_stride + j / 2] |=
+          static_cast<int32_t>(static_cast<uint32_t>(w) << (16 * (j % 2)));
+    }
+  }
   constexpr int kGroup = AxisTaps::kTapGroup;
   const int groups = out_size / kGroup;  // a partial last group runs the scalar loop
   taps->group_taps.resize(groups);

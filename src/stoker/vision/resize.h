@@ -33,6 +33,11 @@ struct AxisTaps {
   std::vector<int32_t> start;
   std::vector<int32_t> count;
   std::vector<int32_t> weights;
+  // With int16 weights, the same weights as int16 pairs for a multiply-add of two taps:
+  // sample i's pair k (taps 2k, 2k + 1; a missing tap has weight 0) is the int32
+  // pair_weights[i * pair_stride + k], tap 2k in the low half.
+  int pair_stride = 0;
+  std::vector<int32_t> pair_weights;
   // The same taps regrouped for the SIMD horizontal pass: output samples in groups of
   // kTapGroup; group g has group_taps[g] taps (the most any of its samples has) and
   // its table at group_table[group_index[g]]: for each tap j, kTapGroup byte offsets

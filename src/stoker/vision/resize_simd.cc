@@ -43,31 +43,36 @@ void VerticalPassSimd(const uint8_t* src, int width, int channels, const AxisTap
     size_t i = 0;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
     if (taps.int16_weights) {
-      // Two input rows per _mm256_madd_epi16: their bytes interleaved, times the pair
-      // (weight j, weight j + 1). Integer sums, so the same bytes as one tap at a time.
-      const hn::Full64<uint8_t> d8;
-      for (; i + 16 <= stride; i += 16) {
-        __m256i lo = _mm256_set1_epi32(bias), hi = lo;
-        for (int j = 0; j < n; j += 2) {
-          const __m128i a =
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + stride * j + i));
-          const bool pair = j + 1 < n;
-          const __m128i b =
-              pair ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + stride * (j + 1) + i))
-                   : _mm_setzero_si128();
-          const uint32_t w0 = static_cast<uint16_t>(static_cast<int16_t>(k[j]));
-          const uint32_t w1 = pair ? static_cast<uint16_t>(static_cast<int16_t>(k[j + 1])) : 0;
-          const __m256i w = _mm256_set1_epi32(static_cast<int32_t>(w0 | w1 << 16));
-          lo = _mm256_add_epi32(
-              lo, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, b)), w));
-          hi = _mm256_add_epi32(
-              hi, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, b)), w));
+      // Two input rows per _mm256_madd_epi16: their bytes interleaved, widened with
+      // zeros to (row j, row j + 1) int16 pairs, times the pair (weight j, weight
+      // j + 1). The in-lane unpacks put bytes 0-3 | 16-19, 4-7 | 20-23, 8-11 | 24-27 and
+      // 12-15 | 28-31 in the four accumulators, and the in-lane packs at the end put
+      // them back in order. Integer sums, so the same bytes as one tap at a time.
+      const int32_t* pw = taps.pair_weights.data() + static_cast<size_t>(y) * taps.pair_stride;
+      const int pairs = (n + 1) / 2;
+      const __m256i zero = _mm256_setzero_si256();
+      const __m128i shift = _mm_cvtsi32_si128(precision);
+      for (; i + 32 <= stride; i += 32) {
+        __m256i a0 = _mm256_set1_epi32(bias), a1 = a0, a2 = a0, a3 = a0;
+        for (int pair = 0; pair < pairs; ++pair) {
+          const uint8_t* row = in + stride * (2 * pair) + i;
+          const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row));
+          const __m256i b = 2 * pair + 1 < n
+                                ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + stride))
+                                : zero;
+          const __m256i w = _mm256_set1_epi32(pw[pair]);
+          const __m256i lo = _mm256_unpacklo_epi8(a, b), hi = _mm256_unpackhi_epi8(a, b);
+          a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), w));
+          a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), w));
+          a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), w));
+          a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), w));
         }
-        // Arithmetic shift = floor division; DemoteTo saturates to [0, 255] (clip8).
-        hn::StoreU(hn::DemoteTo(d8, hn::ShiftRightSame(hn::Vec256<int32_t>{lo}, precision)),
-                   d8, out + i);
-        hn::StoreU(hn::DemoteTo(d8, hn::ShiftRightSame(hn::Vec256<int32_t>{hi}, precision)),
-                   d8, out + i + 8);
+        // Arithmetic shift = floor division; signed then unsigned saturating packs clip
+        // to [0, 255] (clip8).
+        const __m256i bytes = _mm256_packus_epi16(
+            _mm256_packs_epi32(_mm256_sra_epi32(a0, shift), _mm256_sra_epi32(a1, shift)),
+            _mm256_packs_epi32(_mm256_sra_epi32(a2, shift), _mm256_sra_epi32(a3, shift)));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), bytes);
       }
     }
 #endif
