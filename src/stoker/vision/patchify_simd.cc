@@ -78,15 +78,20 @@ void PatchRows(const uint8_t* band, size_t stride, int64_t wb, int m, int p, int
           float* line = dst + static_cast<size_t>(py) * p;
           for (int px = 0;; px += 8) {
             if (px > p - 8) px = p - 8;
-            hn::Vec<decltype(du8)> ch[3];
-            hn::LoadInterleaved3(du8, src + 3 * px, ch[0], ch[1], ch[2]);
-            for (int c = 0; c < 3; ++c) {
-              V x = hn::ConvertTo(df, hn::PromoteTo(di, ch[c]));
+            hn::Vec<decltype(du8)> r8, g8, b8;
+            hn::LoadInterleaved3(du8, src + 3 * px, r8, g8, b8);
+            // One channel: normalise and store its t copies (separate calls, not a
+            // loop over an array of vectors, so everything stays in registers).
+            const auto channel = [&](hn::Vec<decltype(du8)> v8, int c) HWY_ATTR {
+              V x = hn::ConvertTo(df, hn::PromoteTo(di, v8));
               if constexpr (kDivide) x = quotient(x, divisor, inverse_divisor);
               const V y = quotient(hn::Sub(x, mean[c]), stdev[c], inverse_std[c]);
               float* d = line + static_cast<size_t>(c * t) * block + px;
               for (int tp = 0; tp < t; ++tp) hn::StoreU(y, df, d + tp * block);
-            }
+            };
+            channel(r8, 0);
+            channel(g8, 1);
+            channel(b8, 2);
             if (px == p - 8) break;
           }
         }
