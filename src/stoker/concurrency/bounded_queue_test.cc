@@ -47,6 +47,28 @@ TEST(BoundedQueueTest, PushBlocksWhileFull) {
   EXPECT_EQ(*q.Pop(), 2);
 }
 
+// With a refill mark, a producer blocked on a full queue stays blocked until pops
+// bring the queue down to the mark, then pushes.
+TEST(BoundedQueueTest, BlockedProducerWaitsForTheRefillMark) {
+  BoundedQueue<int> q(4, 2);
+  EXPECT_EQ(q.refill_at(), 2u);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(q.Push(i));
+  std::atomic<bool> pushed{false};
+  std::thread producer([&] {
+    q.Push(4);
+    pushed = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(*q.Pop(), 0);  // 3 left: above the mark, the producer sleeps on
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(pushed.load());
+  EXPECT_EQ(*q.Pop(), 1);  // 2 left: at the mark
+  producer.join();
+  EXPECT_TRUE(pushed.load());
+  for (int want = 2; want <= 4; ++want) EXPECT_EQ(*q.Pop(), want);
+  EXPECT_EQ(BoundedQueue<int>(4, 9).refill_at(), 3u);  // clamped below the capacity
+}
+
 TEST(BoundedQueueTest, CloseDrainsThenEnds) {
   BoundedQueue<int> q(4);
   q.Push(1);

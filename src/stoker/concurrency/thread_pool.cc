@@ -6,12 +6,13 @@
 namespace stoker {
 
 Result<std::unique_ptr<ThreadPool>> ThreadPool::Make(int num_threads,
-                                                     size_t queue_capacity) {
+                                                     size_t queue_capacity,
+                                                     size_t refill_at) {
   if (num_threads < 1) {
     return status::InvalidArgument("num_threads must be >= 1, got ",
                                    std::to_string(num_threads));
   }
-  std::unique_ptr<ThreadPool> pool(new ThreadPool(queue_capacity));
+  std::unique_ptr<ThreadPool> pool(new ThreadPool(queue_capacity, refill_at));
   try {
     pool->threads_.reserve(num_threads);
     for (int i = 0; i < num_threads; ++i) {

@@ -7,6 +7,7 @@
 // pipeline's stop token when they can run long.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -23,8 +24,11 @@ class ThreadPool {
   // use that worker's scratch memory without locking.
   using Task = std::function<void(int worker)>;
 
-  // `num_threads` >= 1; `queue_capacity` bounds the tasks waiting to run.
-  static Result<std::unique_ptr<ThreadPool>> Make(int num_threads, size_t queue_capacity);
+  // `num_threads` >= 1; `queue_capacity` bounds the tasks waiting to run. A Submit
+  // blocked on a full queue resumes once `refill_at` tasks are left (BoundedQueue;
+  // default: as soon as one task starts).
+  static Result<std::unique_ptr<ThreadPool>> Make(int num_threads, size_t queue_capacity,
+                                                  size_t refill_at = SIZE_MAX);
   ~ThreadPool();
 
   ThreadPool(const ThreadPool&) = delete;
@@ -47,7 +51,7 @@ class ThreadPool {
   static int HardwareConcurrency();
 
  private:
-  explicit ThreadPool(size_t queue_capacity) : queue_(queue_capacity) {}
+  ThreadPool(size_t queue_capacity, size_t refill_at) : queue_(queue_capacity, refill_at) {}
   void WorkerLoop(int worker);
 
   BoundedQueue<Task> queue_;
