@@ -19,13 +19,21 @@ Result<EncodedSample> EncodeSample(const Tokenizer& tokenizer, TokenizerSession*
   STOKER_ASSIGN_OR_RETURN(RenderedChat chat,
                           RenderChat(conv, options.family, grids, options.chat));
   EncodedSample out;
-  std::vector<uint32_t> boundaries;  // start of every chunk but the first
+  // Temporaries in the session's buffers: no allocation once they have grown.
+  TokenizerSession::CallerScratch& scratch = session->caller_scratch();
+  std::vector<uint32_t>& boundaries = scratch.boundaries;  // every chunk's start but the first
+  boundaries.clear();
+  size_t text_bytes = 0;
+  for (const RenderedChunk& chunk : chat.chunks) text_bytes += chunk.text.size();
+  out.text.reserve(text_bytes);
   for (const RenderedChunk& chunk : chat.chunks) {
     if (!out.text.empty()) boundaries.push_back(static_cast<uint32_t>(out.text.size()));
     out.text += chunk.text;
   }
-  std::vector<int32_t> ids;
-  std::vector<uint32_t> regions;
+  std::vector<int32_t>& ids = scratch.ids;
+  std::vector<uint32_t>& regions = scratch.regions;
+  ids.clear();
+  regions.clear();
   STOKER_RETURN_NOT_OK(tokenizer.Encode(out.text, boundaries, session, &ids, &regions));
 
   int last_assistant = -1;

@@ -134,7 +134,18 @@ class TokenizerSession {
  public:
   TokenizerSession() = default;
 
+  // Buffers for callers that encode one text at a time through this session and need
+  // the ids only until they copy them out (EncodeSample): kept between calls, so their
+  // capacity is reused instead of growing a fresh vector per text.
+  struct CallerScratch {
+    std::vector<int32_t> ids;
+    std::vector<uint32_t> regions;
+    std::vector<uint32_t> boundaries;
+  };
+  CallerScratch& caller_scratch() { return caller_scratch_; }
+
  private:
+  CallerScratch caller_scratch_;
   friend class Tokenizer;
   std::vector<std::pair<int32_t, Span>> raw_parts;
   std::vector<std::pair<int32_t, Span>> normalized_parts;
