@@ -3,9 +3,13 @@
 #include "stoker/io/body_buffers.h"
 
 #include <curl/curl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -102,6 +106,14 @@ struct HttpEngine::Impl {
   std::shared_ptr<BodyBuffers> buffers;
 
   CURLM* multi = nullptr;
+  // The IO thread waits in epoll for the sockets libcurl asks it to watch
+  // (CURLMOPT_SOCKETFUNCTION) and hands each ready socket to curl_multi_socket_action,
+  // so a wake-up costs in proportion to the sockets that are ready, not to all the
+  // transfers in flight (curl_multi_poll + curl_multi_perform visit every one).
+  // `wake_fd` (an eventfd in the same set) is how other threads interrupt the wait.
+  int epoll_fd = -1;
+  int wake_fd = -1;
+  Clock::time_point curl_due = Clock::time_point::max();  // CURLMOPT_TIMERFUNCTION's
   std::thread thread;
   std::mutex mutex;
   std::deque<std::unique_ptr<Job>> incoming;  // guarded by mutex
@@ -125,6 +137,10 @@ struct HttpEngine::Impl {
 
   explicit Impl(const ObjectStoreOptions& o, const S3Config& c)
       : options(o), s3(c), budget(o.retry) {}
+  ~Impl() {
+    if (epoll_fd >= 0) close(epoll_fd);
+    if (wake_fd >= 0) close(wake_fd);
+  }
 
   void Run();
   // Keeps a handle removed from the multi handle for the next attempt (as many as can
@@ -146,11 +162,51 @@ struct HttpEngine::Impl {
     errors_by_reason[reason]++;
   }
 
+  void Wake() {
+    const uint64_t one = 1;
+    // A full counter (it cannot be, at 2^64 - 2) or EAGAIN still leaves it readable.
+    [[maybe_unused]] const ssize_t n = write(wake_fd, &one, sizeof(one));
+  }
+  static int OnSocket(CURL* easy, curl_socket_t socket, int what, void* user,
+                      void* socket_data);
+  static int OnTimer(CURLM* multi, long timeout_ms, void* user);
+
   static size_t OnHeader(char* ptr, size_t size, size_t n, void* user);
   static size_t OnBody(char* ptr, size_t size, size_t n, void* user);
   static curl_socket_t OnOpenSocket(void* user, curlsocktype purpose,
                                     struct curl_sockaddr* address);
 };
+
+int HttpEngine::Impl::OnSocket(CURL* /*easy*/, curl_socket_t socket, int what, void* user,
+                              void* socket_data) {
+  Impl* impl = static_cast<Impl*>(user);
+  if (what == CURL_POLL_REMOVE) {
+    // The socket may be closed already; then the kernel has dropped it from the set.
+    epoll_ctl(impl->epoll_fd, EPOLL_CTL_DEL, socket, nullptr);
+    curl_multi_assign(impl->multi, socket, nullptr);
+    return 0;
+  }
+  epoll_event event{};
+  event.events = (what & CURL_POLL_IN ? EPOLLIN : 0u) | (what & CURL_POLL_OUT ? EPOLLOUT : 0u);
+  event.data.fd = socket;
+  // socket_data is non-null once the socket is in the set (curl_multi_assign).
+  if (socket_data == nullptr) {
+    if (epoll_ctl(impl->epoll_fd, EPOLL_CTL_ADD, socket, &event) != 0 && errno == EEXIST) {
+      epoll_ctl(impl->epoll_fd, EPOLL_CTL_MOD, socket, &event);
+    }
+    curl_multi_assign(impl->multi, socket, impl);
+  } else {
+    epoll_ctl(impl->epoll_fd, EPOLL_CTL_MOD, socket, &event);
+  }
+  return 0;
+}
+
+int HttpEngine::Impl::OnTimer(CURLM* /*multi*/, long timeout_ms, void* user) {
+  Impl* impl = static_cast<Impl*>(user);
+  impl->curl_due = timeout_ms < 0 ? Clock::time_point::max()
+                                  : Clock::now() + std::chrono::milliseconds(timeout_ms);
+  return 0;
+}
 
 size_t HttpEngine::Impl::OnHeader(char* ptr, size_t size, size_t n, void* user) {
   Job* job = static_cast<Job*>(user);
@@ -585,9 +641,31 @@ void HttpEngine::Impl::Run() {
     if (!ready.empty() && static_cast<int>(active.size()) < options.max_in_flight) {
       timeout_ms = std::min(timeout_ms, 10);  // bytes bound: re-check soon
     }
-    curl_multi_poll(multi, nullptr, 0, timeout_ms, nullptr);
+    if (curl_due != Clock::time_point::max()) {
+      const auto wait =
+          std::chrono::ceil<std::chrono::milliseconds>(curl_due - Clock::now()).count();
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(wait, 0, timeout_ms));
+    }
+    epoll_event events[64];
+    const int n = epoll_wait(epoll_fd, events, 64, timeout_ms);
     int running = 0;
-    curl_multi_perform(multi, &running);
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == wake_fd) {
+        uint64_t count;
+        [[maybe_unused]] const ssize_t r = read(wake_fd, &count, sizeof(count));
+        continue;
+      }
+      const uint32_t ev = events[i].events;
+      const int flags = (ev & EPOLLIN ? CURL_CSELECT_IN : 0) |
+                        (ev & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                        (ev & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+      curl_multi_socket_action(multi, fd, flags, &running);
+    }
+    if (curl_due <= Clock::now()) {
+      curl_due = Clock::time_point::max();  // the timer callback sets the next one
+      curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    }
     int left = 0;
     while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
       if (msg->msg != CURLMSG_DONE) continue;
@@ -635,8 +713,24 @@ Result<std::unique_ptr<HttpEngine>> HttpEngine::Make(const ObjectStoreOptions& o
     impl->resolve = curl_slist_append(impl->resolve, entry.c_str());
   }
   impl->rng.seed(options.random_seed ? options.random_seed : std::random_device{}());
+  impl->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  impl->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (impl->epoll_fd < 0 || impl->wake_fd < 0) {
+    return status::Internal("could not create the IO thread's epoll set: ",
+                            std::strerror(errno));
+  }
+  epoll_event wake{};
+  wake.events = EPOLLIN;
+  wake.data.fd = impl->wake_fd;
+  if (epoll_ctl(impl->epoll_fd, EPOLL_CTL_ADD, impl->wake_fd, &wake) != 0) {
+    return status::Internal("could not watch the IO thread's eventfd: ", std::strerror(errno));
+  }
   impl->multi = curl_multi_init();
   if (impl->multi == nullptr) return status::Internal("curl_multi_init failed");
+  curl_multi_setopt(impl->multi, CURLMOPT_SOCKETFUNCTION, &Impl::OnSocket);
+  curl_multi_setopt(impl->multi, CURLMOPT_SOCKETDATA, impl.get());
+  curl_multi_setopt(impl->multi, CURLMOPT_TIMERFUNCTION, &Impl::OnTimer);
+  curl_multi_setopt(impl->multi, CURLMOPT_TIMERDATA, impl.get());
   curl_multi_setopt(impl->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
                     static_cast<long>(options.max_in_flight));
   curl_multi_setopt(impl->multi, CURLMOPT_MAXCONNECTS,
@@ -652,7 +746,7 @@ HttpEngine::~HttpEngine() {
     std::lock_guard lock(impl_->mutex);
     impl_->stopping = true;
   }
-  curl_multi_wakeup(impl_->multi);
+  impl_->Wake();
   impl_->thread.join();
   curl_multi_cleanup(impl_->multi);
   curl_slist_free_all(impl_->resolve);
@@ -681,7 +775,7 @@ void HttpEngine::Submit(HttpRequest request, ReadCallback done) {
     job->done(status::Cancelled("read cancelled: the object store closed"), {}, {});
     return;
   }
-  curl_multi_wakeup(impl_->multi);
+  impl_->Wake();
 }
 
 void HttpEngine::RecordLocal(bool ok, uint64_t bytes, double total_ms,
