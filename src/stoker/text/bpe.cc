@@ -50,11 +50,17 @@ uint64_t HashKey(uint64_t key) {
   return key;
 }
 
-// Heap order: lowest rank first, then leftmost position (`tokenizers`' Merge ordering).
-bool Later(const BpeScratch::Candidate& a, const BpeScratch::Candidate& b) {
-  if (a.rank != b.rank) return a.rank > b.rank;
-  return a.pos > b.pos;
-}
+// Heap order: lowest rank first, then leftmost position (`tokenizers`' Merge ordering),
+// as one 64-bit comparison. A function object, so the heap algorithms inline it (a
+// function pointer was called per comparison).
+struct Later {
+  static uint64_t Key(const BpeScratch::Candidate& c) {
+    return uint64_t{c.rank} << 32 | c.pos;
+  }
+  bool operator()(const BpeScratch::Candidate& a, const BpeScratch::Candidate& b) const {
+    return Key(a) > Key(b);
+  }
+};
 
 }  // namespace
 
@@ -196,7 +202,7 @@ void BpeModel::MergeAll(BpeScratch* scratch) const {
     const auto [rank, new_id] = FindMerge(symbols[i].id, symbols[i + 1].id);
     if (rank != UINT32_MAX) heap.push_back({rank, i, new_id, symbols[i].id, symbols[i + 1].id});
   }
-  std::make_heap(heap.begin(), heap.end(), Later);
+  std::make_heap(heap.begin(), heap.end(), Later{});
   auto push = [&](uint32_t pos) {
     const int32_t next = symbols[pos].next;
     if (next < 0) return;
@@ -205,10 +211,10 @@ void BpeModel::MergeAll(BpeScratch* scratch) const {
     const auto [rank, new_id] = FindMerge(left, right);
     if (rank == UINT32_MAX) return;
     heap.push_back({rank, pos, new_id, left, right});
-    std::push_heap(heap.begin(), heap.end(), Later);
+    std::push_heap(heap.begin(), heap.end(), Later{});
   };
   while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), Later);
+    std::pop_heap(heap.begin(), heap.end(), Later{});
     const BpeScratch::Candidate top = heap.back();
     heap.pop_back();
     BpeScratch::Symbol& left = symbols[top.pos];
