@@ -132,6 +132,8 @@ void PlanAxis(ResizeBackend backend, int in_size, int out_size, AxisTaps* taps) 
   taps->group_table.clear();
   taps->group_byte_pairs.clear();
   taps->group_byte_pairs_index.assign(groups, -1);
+  taps->group_byte_weights.clear();
+  taps->group_byte_weights_index.assign(groups, -1);
   for (int g = 0; g < groups; ++g) {
     int n = 0, last = 0;
     bool contiguous = true;
@@ -155,6 +157,16 @@ void PlanAxis(ResizeBackend backend, int in_size, int out_size, AxisTaps* taps) 
       }
     }
     taps->group_last[g] = last;
+    if (!taps->int16_weights && taps->group_contiguous[g]) {
+      taps->group_byte_weights_index[g] = static_cast<int32_t>(taps->group_byte_weights.size());
+      for (int j = 0; j < n; ++j) {
+        for (int b = 0; b < AxisTaps::kGroupBytes; ++b) {
+          const int i = g * kGroup + b / 3;
+          taps->group_byte_weights.push_back(
+              j < taps->count[i] ? taps->weights[static_cast<size_t>(i) * max_taps + j] : 0);
+        }
+      }
+    }
     if (taps->int16_weights && taps->group_contiguous[g]) {
       taps->group_byte_pairs_index[g] = static_cast<int32_t>(taps->group_byte_pairs.size());
       auto weight = [&](int i, int j) -> uint32_t {

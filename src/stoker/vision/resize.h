@@ -67,6 +67,11 @@ struct AxisTaps {
       32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47};
   std::vector<int32_t> group_byte_pairs;
   std::vector<int32_t> group_byte_pairs_index;
+  // The same byte-domain layout for Pillow's 32-bit weights, one tap at a time: per tap
+  // j, 48 int32, output byte b's w_j(b / 3) (0 past the sample's own count), in byte
+  // order. At group_byte_weights[group_byte_weights_index[g]], or -1.
+  std::vector<int32_t> group_byte_weights;
+  std::vector<int32_t> group_byte_weights_index;
 };
 
 // Computes the taps for resizing `in_size` samples to `out_size` (both >= 1).

@@ -216,26 +216,43 @@ bool HorizontalPassRgbSimd(const uint8_t* src, int rows, const AxisTaps& taps,
         _mm_storeu_si128(reinterpret_cast<__m128i*>(dst_group + 32), bytes4);
         continue;
       }
-      if (taps.group_contiguous[g]) {
-        const hn::Full256<int32_t> d32;
-        const hn::Full64<uint8_t> d8;
-        const auto bias8 = hn::Set(d32, bias);
+      if (taps.group_contiguous[g] && taps.group_byte_weights_index[g] >= 0) {
+        // Pillow's 32-bit weights in the byte domain (AxisTaps::group_byte_weights): per
+        // tap, the 48 output bytes' inputs are the 48 bytes at first + 3j, widened 8 at
+        // a time to int32 and multiplied by each byte's weight. Integer sums, so the
+        // same bytes as the reference.
+        // Reads end at first + 3 * (n - 1) + 48: the group's last input byte, which
+        // group_contiguous puts inside the row, so the last row needs no guard.
         const uint8_t* first = in + static_cast<size_t>(taps.start[x0]) * 3;
-        for (int sub = 0; sub < kGroup; sub += 8) {
-          auto r = bias8, gr = bias8, b = bias8;
-          for (int j = 0; j < n; ++j) {
-            const auto w = hn::LoadU(d32, t + j * 2 * kGroup + kGroup + sub);
-            hn::Vec<decltype(d8)> r8, g8, b8;
-            hn::LoadInterleaved3(d8, first + static_cast<size_t>(sub + j) * 3, r8, g8, b8);
-            r = hn::Add(r, hn::Mul(hn::PromoteTo(d32, r8), w));
-            gr = hn::Add(gr, hn::Mul(hn::PromoteTo(d32, g8), w));
-            b = hn::Add(b, hn::Mul(hn::PromoteTo(d32, b8), w));
+        const int32_t* w = taps.group_byte_weights.data() + taps.group_byte_weights_index[g];
+        __m256i acc[6];
+        for (auto& a : acc) a = _mm256_set1_epi32(bias);
+        for (int j = 0; j < n; ++j, w += AxisTaps::kGroupBytes) {
+          const uint8_t* at = first + 3 * j;
+          for (int k = 0; k < 6; ++k) {
+            const __m256i v = _mm256_cvtepu8_epi32(
+                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(at + 8 * k)));
+            acc[k] = _mm256_add_epi32(
+                acc[k], _mm256_mullo_epi32(
+                            v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 8 * k))));
           }
-          hn::StoreInterleaved3(hn::DemoteTo(d8, hn::ShiftRightSame(r, precision)),
-                                hn::DemoteTo(d8, hn::ShiftRightSame(gr, precision)),
-                                hn::DemoteTo(d8, hn::ShiftRightSame(b, precision)), d8,
-                                out + static_cast<size_t>(x0 + sub) * 3);
         }
+        // Arithmetic shift = floor division; saturating packs clip to [0, 255] (clip8).
+        // The packs work within 128-bit lanes; the permutes put the bytes back in order.
+        const __m128i shift = _mm_cvtsi32_si128(precision);
+        auto words = [&](int k) {  // 16 int16 of accumulators k, k + 1, in order
+          return _mm256_permute4x64_epi64(
+              _mm256_packs_epi32(_mm256_sra_epi32(acc[k], shift),
+                                 _mm256_sra_epi32(acc[k + 1], shift)),
+              0xD8);
+        };
+        const __m256i w01 = words(0), w23 = words(2), w45 = words(4);
+        const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(w01, w23), 0xD8);
+        const __m256i tail = _mm256_permute4x64_epi64(_mm256_packus_epi16(w45, w45), 0xD8);
+        uint8_t* dst_group = out + static_cast<size_t>(x0) * 3;
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst_group), bytes);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst_group + 32),
+                         _mm256_castsi256_si128(tail));
         continue;
       }
 #endif
