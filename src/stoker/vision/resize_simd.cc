@@ -5,9 +5,12 @@
 // their order, so lanes may add taps in any order.
 //
 // The vertical pass is SIMD over the bytes of a row (each output row is a weighted sum
-// of input rows), about 3x the scalar reference. The horizontal pass is SIMD across
-// output pixels: a gather per tap fetches every lane's input pixel, and the three
-// channels accumulate in separate int32 vectors.
+// of input rows). The horizontal pass works on groups of AxisTaps::kTapGroup output
+// pixels: a group whose outputs read consecutive inputs (the common case at scales
+// near 1) is resized in the byte domain, like a vertical pass over the interleaved
+// bytes; any other group is SIMD across output pixels, with a gather per tap and the
+// three channels in separate int32 vectors. With torchvision's int16 weights the
+// vertical and byte-domain passes multiply two taps per _mm256_madd_epi16.
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "stoker/vision/resize_simd.cc"
@@ -118,13 +121,16 @@ HWY_INLINE void HorizontalPixelScalar(const uint8_t* in, const AxisTaps& taps, i
   out[x * 3 + 2] = clip(b);
 }
 
-// Horizontal pass over RGB rows, SIMD across output pixels: lane i of a vector is
-// output pixel x0 + i. Per tap, one gather fetches the 4 bytes at each lane's input
-// pixel (its R, G, B and one byte of the next pixel, masked off), and three int32
-// multiply-adds accumulate the channels. Tables come from PlanAxis (group_table).
-// Reading 4 bytes at the last pixel of a row touches the first byte of the next row,
-// so in the last row of `src` a group reaching the last input pixel runs scalar.
-// Returns false (nothing written) when the vector width does not divide the group.
+// Horizontal pass over RGB rows, one group of kTapGroup output pixels at a time.
+// Contiguous groups (AxisTaps::group_contiguous) run in the byte domain (below). Other
+// groups are SIMD across output pixels: lane i of a vector is output pixel x0 + i; per
+// tap, one gather fetches the 4 bytes at each lane's input pixel (its R, G, B and one
+// byte of the next pixel, masked off), and three int32 multiply-adds accumulate the
+// channels (tables from PlanAxis: group_table). Reading past a group's last input
+// pixel (the gather's fourth byte, or the zero-weight tap that pads an odd tap count)
+// touches the next row, so in the last row of `src` a group reaching the last input
+// pixel runs scalar. Returns false (nothing written) when the vector width does not
+// divide the group.
 bool HorizontalPassRgbSimd(const uint8_t* src, int rows, const AxisTaps& taps,
                            uint8_t* dst) {
   const hn::ScalableTag<int32_t> d;
@@ -154,8 +160,6 @@ bool HorizontalPassRgbSimd(const uint8_t* src, int rows, const AxisTaps& taps,
       const int n = taps.group_taps[g];
       const int32_t* t = table + taps.group_index[g];
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-      // Consecutive inputs: split 8 pixels' bytes into R, G, B with one interleaved
-      // load instead of a gather (reads exactly those 24 bytes).
       if (taps.group_contiguous[g] && taps.group_byte_pairs_index[g] >= 0) {
         // int16 weights, in the byte domain (AxisTaps::group_byte_pairs): per tap pair,
         // the 48 output bytes' inputs are the bytes at first + 3j and first + 3j + 3.
@@ -163,15 +167,11 @@ bool HorizontalPassRgbSimd(const uint8_t* src, int rows, const AxisTaps& taps,
         // int16 pairs for _mm256_madd_epi16; the in-lane unpacks scramble the bytes in
         // a fixed way (kBytePairOrder), and the in-lane packs at the end undo it.
         // Integer sums, so the same bytes as one tap at a time.
+        // Reads end at first + 6 * pairs + 45: one pixel past the group's last input
+        // when the tap count is odd (a tap of weight 0), which the last-row check
+        // above keeps inside `src`.
         const int pairs = (n + 1) / 2;
-        const size_t first_byte = static_cast<size_t>(taps.start[x0]) * 3;
-        // Reads end at first + 6 * pairs + 45: past the row by up to 3 bytes when the
-        // tap count is odd, which only the last row of `src` cannot afford.
-        if (last_row && first_byte + 6 * static_cast<size_t>(pairs) + 45 > in_stride) {
-          for (int x = x0; x < x0 + kGroup; ++x) HorizontalPixelScalar(in, taps, x, bias, out);
-          continue;
-        }
-        const uint8_t* first = in + first_byte;
+        const uint8_t* first = in + static_cast<size_t>(taps.start[x0]) * 3;
         const int32_t* w = taps.group_byte_pairs.data() + taps.group_byte_pairs_index[g];
         const __m256i zero = _mm256_setzero_si256();
         const __m128i zero4 = _mm_setzero_si128();
@@ -221,8 +221,7 @@ bool HorizontalPassRgbSimd(const uint8_t* src, int rows, const AxisTaps& taps,
         // tap, the 48 output bytes' inputs are the 48 bytes at first + 3j, widened 8 at
         // a time to int32 and multiplied by each byte's weight. Integer sums, so the
         // same bytes as the reference.
-        // Reads end at first + 3 * (n - 1) + 48: the group's last input byte, which
-        // group_contiguous puts inside the row, so the last row needs no guard.
+        // Reads end at first + 3 * (n - 1) + 48: the group's last input byte.
         const uint8_t* first = in + static_cast<size_t>(taps.start[x0]) * 3;
         const int32_t* w = taps.group_byte_weights.data() + taps.group_byte_weights_index[g];
         __m256i acc[6];
