@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 namespace stoker::vision {
@@ -134,6 +135,8 @@ void PlanAxis(ResizeBackend backend, int in_size, int out_size, AxisTaps* taps) 
   taps->group_byte_pairs_index.assign(groups, -1);
   taps->group_byte_weights.clear();
   taps->group_byte_weights_index.assign(groups, -1);
+  taps->group_windows.clear();
+  taps->group_window_index.assign(groups, -1);
   for (int g = 0; g < groups; ++g) {
     int n = 0, last = 0;
     bool contiguous = true;
@@ -167,7 +170,40 @@ void PlanAxis(ResizeBackend backend, int in_size, int out_size, AxisTaps* taps) 
         }
       }
     }
-    if (taps->int16_weights && taps->group_contiguous[g]) {
+    bool windowed = false;
+    if (taps->int16_weights && !taps->group_contiguous[g]) {
+      AxisTaps::ByteWindow window;
+      const int s0 = taps->start[g * kGroup];
+      windowed = true;
+      for (int q = 0; q < 3 && windowed; ++q) {
+        int idx[16];
+        int low = INT32_MAX, high = 0;
+        for (int k = 0; k < 16; ++k) {
+          const int b = 16 * q + k;
+          idx[k] = 3 * (taps->start[g * kGroup + b / 3] - s0) + b % 3;
+          low = std::min(low, idx[k]);
+          high = std::max(high, idx[k]);
+        }
+        if (high - low >= 32) {
+          windowed = false;
+          break;
+        }
+        window.base[q] = low;
+        for (int k = 0; k < 16; ++k) {
+          const int at = idx[k] - low;
+          window.lo[q][k] = at < 16 ? static_cast<uint8_t>(at) : 0x80;
+          window.hi[q][k] = at >= 16 ? static_cast<uint8_t>(at - 16) : 0x80;
+        }
+      }
+      if (windowed) {
+        const int pairs = (n + 1) / 2;
+        window.read_end = 3 * s0 + *std::max_element(window.base.begin(), window.base.end()) +
+                          3 * (2 * pairs - 1) + 32;
+        taps->group_window_index[g] = static_cast<int32_t>(taps->group_windows.size());
+        taps->group_windows.push_back(window);
+      }
+    }
+    if (taps->int16_weights && (taps->group_contiguous[g] || windowed)) {
       taps->group_byte_pairs_index[g] = static_cast<int32_t>(taps->group_byte_pairs.size());
       auto weight = [&](int i, int j) -> uint32_t {
         const int32_t w = j < taps->count[i] ? taps->weights[static_cast<size_t>(i) * max_taps + j] : 0;

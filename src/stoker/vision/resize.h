@@ -67,6 +67,22 @@ struct AxisTaps {
       32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47};
   std::vector<int32_t> group_byte_pairs;
   std::vector<int32_t> group_byte_pairs_index;
+  // Int16 groups that are not contiguous (a scale away from 1, or an upscale's repeated
+  // start) but whose inputs are close: output byte b of tap j is input byte
+  // first + 3j + idx[b], idx[b] = 3 * (start[i] - start[group's first]) + b % 3. Each
+  // 16-byte chunk q of the group's 48 output bytes gathers its bytes from a 32-byte
+  // window at first + 3j + base[q] with two pshufb (lo: window bytes 0-15, hi: 16-31;
+  // 0x80 selects nothing), which needs the chunk's idx to span under 32 bytes (scales
+  // down to about 1/2). read_end: one past the last byte the group reads, counted from
+  // the row's start. Their weights are in group_byte_pairs as for contiguous groups.
+  struct ByteWindow {
+    std::array<int32_t, 3> base{};
+    int32_t read_end = 0;
+    std::array<std::array<uint8_t, 16>, 3> lo{};
+    std::array<std::array<uint8_t, 16>, 3> hi{};
+  };
+  std::vector<ByteWindow> group_windows;
+  std::vector<int32_t> group_window_index;  // per group, or -1
   // The same byte-domain layout for Pillow's 32-bit weights, one tap at a time: per tap
   // j, 48 int32, output byte b's w_j(b / 3) (0 past the sample's own count), in byte
   // order. At group_byte_weights[group_byte_weights_index[g]], or -1.

@@ -121,6 +121,57 @@ HWY_INLINE void HorizontalPixelScalar(const uint8_t* in, const AxisTaps& taps, i
   out[x * 3 + 2] = clip(b);
 }
 
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+// One group of the int16 byte-domain horizontal pass (AxisTaps::group_byte_pairs):
+// `load(pair, &x, &y, &x4, &y4)` gives, for taps j = 2 * pair and j + 1, the input
+// bytes of output bytes 0-31 (x: tap j, y: tap j + 1; 128-bit lanes = bytes 0-15 and
+// 16-31) and 32-47 (x4, y4). Interleaving a tap pair's bytes and widening with zeros
+// gives (tap j, tap j + 1) int16 pairs for _mm256_madd_epi16; the in-lane unpacks
+// scramble the bytes in a fixed way (kBytePairOrder, which the weights follow), and
+// the in-lane packs at the end undo it. Integer sums, so the same bytes as one tap at
+// a time. Writes the group's 48 output bytes at `dst`.
+template <class Load>
+HWY_INLINE void BytePairGroup(int pairs, const int32_t* w, int precision, int32_t bias,
+                              uint8_t* dst, const Load& load) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m128i zero4 = _mm_setzero_si128();
+  __m256i a0 = _mm256_set1_epi32(bias), a1 = a0, a2 = a0, a3 = a0;
+  __m128i c0 = _mm_set1_epi32(bias), c1 = c0, c2 = c0, c3 = c0;
+  for (int pair = 0; pair < pairs; ++pair, w += AxisTaps::kGroupBytes) {
+    __m256i x, y;
+    __m128i x4, y4;
+    load(pair, &x, &y, &x4, &y4);
+    const __m256i lo = _mm256_unpacklo_epi8(x, y), hi = _mm256_unpackhi_epi8(x, y);
+    auto weights = [w](int k) {
+      return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k));
+    };
+    a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), weights(0)));
+    a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), weights(8)));
+    a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), weights(16)));
+    a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), weights(24)));
+    const __m128i lo4 = _mm_unpacklo_epi8(x4, y4), hi4 = _mm_unpackhi_epi8(x4, y4);
+    auto weights4 = [w](int k) {
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + k));
+    };
+    c0 = _mm_add_epi32(c0, _mm_madd_epi16(_mm_unpacklo_epi8(lo4, zero4), weights4(32)));
+    c1 = _mm_add_epi32(c1, _mm_madd_epi16(_mm_unpackhi_epi8(lo4, zero4), weights4(36)));
+    c2 = _mm_add_epi32(c2, _mm_madd_epi16(_mm_unpacklo_epi8(hi4, zero4), weights4(40)));
+    c3 = _mm_add_epi32(c3, _mm_madd_epi16(_mm_unpackhi_epi8(hi4, zero4), weights4(44)));
+  }
+  // Arithmetic shift = floor division; signed then unsigned saturating packs clip to
+  // [0, 255] (clip8).
+  const __m128i shift = _mm_cvtsi32_si128(precision);
+  const __m256i bytes = _mm256_packus_epi16(
+      _mm256_packs_epi32(_mm256_sra_epi32(a0, shift), _mm256_sra_epi32(a1, shift)),
+      _mm256_packs_epi32(_mm256_sra_epi32(a2, shift), _mm256_sra_epi32(a3, shift)));
+  const __m128i bytes4 = _mm_packus_epi16(
+      _mm_packs_epi32(_mm_sra_epi32(c0, shift), _mm_sra_epi32(c1, shift)),
+      _mm_packs_epi32(_mm_sra_epi32(c2, shift), _mm_sra_epi32(c3, shift)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), bytes);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32), bytes4);
+}
+#endif
+
 // Horizontal pass over RGB rows, one group of kTapGroup output pixels at a time.
 // Contiguous groups (AxisTaps::group_contiguous) run in the byte domain (below). Other
 // groups are SIMD across output pixels: lane i of a vector is output pixel x0 + i; per
@@ -161,59 +212,54 @@ bool HorizontalPassRgbSimd(const uint8_t* src, int rows, const AxisTaps& taps,
       const int32_t* t = table + taps.group_index[g];
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
       if (taps.group_contiguous[g] && taps.group_byte_pairs_index[g] >= 0) {
-        // int16 weights, in the byte domain (AxisTaps::group_byte_pairs): per tap pair,
-        // the 48 output bytes' inputs are the bytes at first + 3j and first + 3j + 3.
-        // Interleaving those two loads and widening with zeros gives (tap j, tap j + 1)
-        // int16 pairs for _mm256_madd_epi16; the in-lane unpacks scramble the bytes in
-        // a fixed way (kBytePairOrder), and the in-lane packs at the end undo it.
-        // Integer sums, so the same bytes as one tap at a time.
         // Reads end at first + 6 * pairs + 45: one pixel past the group's last input
         // when the tap count is odd (a tap of weight 0), which the last-row check
         // above keeps inside `src`.
-        const int pairs = (n + 1) / 2;
         const uint8_t* first = in + static_cast<size_t>(taps.start[x0]) * 3;
-        const int32_t* w = taps.group_byte_pairs.data() + taps.group_byte_pairs_index[g];
-        const __m256i zero = _mm256_setzero_si256();
-        const __m128i zero4 = _mm_setzero_si128();
-        __m256i a0 = _mm256_set1_epi32(bias), a1 = a0, a2 = a0, a3 = a0;
-        __m128i c0 = _mm_set1_epi32(bias), c1 = c0, c2 = c0, c3 = c0;
-        for (int pair = 0; pair < pairs; ++pair, w += AxisTaps::kGroupBytes) {
-          const uint8_t* at = first + 6 * pair;
-          // Bytes 0..31: lanes hold bytes 0..15 and 16..31.
-          const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at));
-          const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at + 3));
-          const __m256i lo = _mm256_unpacklo_epi8(x, y), hi = _mm256_unpackhi_epi8(x, y);
-          auto weights = [w](int k) {
-            return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + k));
-          };
-          a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), weights(0)));
-          a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), weights(8)));
-          a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), weights(16)));
-          a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), weights(24)));
-          // Bytes 32..47.
-          const __m128i x4 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 32));
-          const __m128i y4 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 35));
-          const __m128i lo4 = _mm_unpacklo_epi8(x4, y4), hi4 = _mm_unpackhi_epi8(x4, y4);
-          auto weights4 = [w](int k) {
-            return _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + k));
-          };
-          c0 = _mm_add_epi32(c0, _mm_madd_epi16(_mm_unpacklo_epi8(lo4, zero4), weights4(32)));
-          c1 = _mm_add_epi32(c1, _mm_madd_epi16(_mm_unpackhi_epi8(lo4, zero4), weights4(36)));
-          c2 = _mm_add_epi32(c2, _mm_madd_epi16(_mm_unpacklo_epi8(hi4, zero4), weights4(40)));
-          c3 = _mm_add_epi32(c3, _mm_madd_epi16(_mm_unpackhi_epi8(hi4, zero4), weights4(44)));
+        BytePairGroup(
+            (n + 1) / 2, taps.group_byte_pairs.data() + taps.group_byte_pairs_index[g],
+            precision, bias, out + static_cast<size_t>(x0) * 3,
+            [first](int pair, __m256i* x, __m256i* y, __m128i* x4, __m128i* y4) {
+              const uint8_t* at = first + 6 * pair;
+              *x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at));
+              *y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at + 3));
+              *x4 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 32));
+              *y4 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 35));
+            });
+        continue;
+      }
+      if (taps.group_window_index[g] >= 0) {
+        const AxisTaps::ByteWindow& win = taps.group_windows[taps.group_window_index[g]];
+        // The windows read up to read_end, past the group's inputs: stay inside `src`.
+        if (static_cast<size_t>(win.read_end) > in_stride * static_cast<size_t>(rows - y)) {
+          for (int x = x0; x < x0 + kGroup; ++x) HorizontalPixelScalar(in, taps, x, bias, out);
+          continue;
         }
-        // Arithmetic shift = floor division; signed then unsigned saturating packs clip
-        // to [0, 255] (clip8).
-        const __m128i shift = _mm_cvtsi32_si128(precision);
-        const __m256i bytes = _mm256_packus_epi16(
-            _mm256_packs_epi32(_mm256_sra_epi32(a0, shift), _mm256_sra_epi32(a1, shift)),
-            _mm256_packs_epi32(_mm256_sra_epi32(a2, shift), _mm256_sra_epi32(a3, shift)));
-        const __m128i bytes4 = _mm_packus_epi16(
-            _mm_packs_epi32(_mm_sra_epi32(c0, shift), _mm_sra_epi32(c1, shift)),
-            _mm_packs_epi32(_mm_sra_epi32(c2, shift), _mm_sra_epi32(c3, shift)));
-        uint8_t* dst_group = out + static_cast<size_t>(x0) * 3;
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst_group), bytes);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst_group + 32), bytes4);
+        const uint8_t* first = in + static_cast<size_t>(taps.start[x0]) * 3;
+        __m128i lo[3], hi[3];
+        for (int q = 0; q < 3; ++q) {
+          lo[q] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(win.lo[q].data()));
+          hi[q] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(win.hi[q].data()));
+        }
+        // Tap j's 16 output bytes of chunk q, from its window at `tap` + base[q].
+        auto chunk = [&](const uint8_t* tap, int q) {
+          const uint8_t* at = tap + win.base[q];
+          return _mm_or_si128(
+              _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at)), lo[q]),
+              _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 16)),
+                               hi[q]));
+        };
+        BytePairGroup(
+            (n + 1) / 2, taps.group_byte_pairs.data() + taps.group_byte_pairs_index[g],
+            precision, bias, out + static_cast<size_t>(x0) * 3,
+            [&](int pair, __m256i* x, __m256i* y, __m128i* x4, __m128i* y4) {
+              const uint8_t* a = first + 6 * pair;
+              const uint8_t* b = a + 3;
+              *x = _mm256_inserti128_si256(_mm256_castsi128_si256(chunk(a, 0)), chunk(a, 1), 1);
+              *y = _mm256_inserti128_si256(_mm256_castsi128_si256(chunk(b, 0)), chunk(b, 1), 1);
+              *x4 = chunk(a, 2);
+              *y4 = chunk(b, 2);
+            });
         continue;
       }
       if (taps.group_contiguous[g] && taps.group_byte_weights_index[g] >= 0) {
