@@ -103,14 +103,7 @@ ImageProcessor::ImageProcessor(const ProcessorConfig& config) : config_(config) 
                                        config.image_std[c]);
     }
   }
-  // The cheapest arithmetic that reproduces the table for every channel and byte.
-  for (bool reciprocal : {true, false}) {
-    formula_.SetReciprocal(reciprocal);
-    if (FormulaMatchesTable()) {
-      formula_exact_ = true;
-      break;
-    }
-  }
+  formula_exact_ = FormulaMatchesTable();
 }
 
 bool ImageProcessor::FormulaMatchesTable() const {

@@ -106,9 +106,6 @@ class ImageProcessor {
   // Whether the SIMD arithmetic (NormalizeFormula) reproduces NormalizedValue for every
   // channel and byte, so Run may use it (otherwise Run looks values up in the table).
   bool normalize_formula_exact() const { return formula_exact_; }
-  // Whether that arithmetic multiplies by reciprocals (NormalizeFormula::reciprocal)
-  // rather than dividing.
-  bool normalize_formula_reciprocal() const { return formula_exact_ && formula_.reciprocal; }
 
  private:
   explicit ImageProcessor(const ProcessorConfig& config);

@@ -172,15 +172,12 @@ TEST(ImageProcessorTest, NormalizeFormulaIsExactForPublishedConfigs) {
       ASSERT_TRUE(p.ok());
       EXPECT_TRUE(p->normalize_formula_exact())
           << ModelFamilyName(family) << " backend " << static_cast<int>(backend);
-      // ... and with multiplies by reciprocals, not vector divisions.
-      EXPECT_TRUE(p->normalize_formula_reciprocal())
-          << ModelFamilyName(family) << " backend " << static_cast<int>(backend);
     }
   }
 }
 
-// The vector kernel computes NormalizeFormula::Apply bit for bit, with and without
-// reciprocals, with and without the rescale division, on every byte value: an image
+// The vector kernel computes NormalizeFormula::Apply bit for bit, with and without the
+// rescale division, on every byte value: an image
 // whose 16 x 16 patch rows hold all 256 values of each channel (shifted per channel).
 TEST(ImageProcessorTest, PatchKernelComputesTheScalarFormula) {
   constexpr int p = 16, m = 1, t = 2;
@@ -189,7 +186,7 @@ TEST(ImageProcessorTest, PatchKernelComputesTheScalarFormula) {
     for (int c = 0; c < 3; ++c) band[i * 3 + c] = static_cast<uint8_t>(i + 85 * c);
   }
   for (float divisor : {1.0f, 255.0f}) {
-    for (bool reciprocal : {false, true}) {
+    {
       NormalizeFormula f;
       f.divisor = divisor;
       f.mean = {0.48145466f, 0.4578275f, 0.40821073f};
@@ -197,7 +194,6 @@ TEST(ImageProcessorTest, PatchKernelComputesTheScalarFormula) {
       if (divisor == 1.0f) {
         for (int c = 0; c < 3; ++c) f.mean[c] *= 255.0f, f.std[c] *= 255.0f;
       }
-      f.SetReciprocal(reciprocal);
       std::vector<float> out(static_cast<size_t>(3) * t * p * p, -1.0f);
       std::vector<float> row(out.size());
       if (!WritePatchRowsSimd(band.data(), p * 3, 1, m, p, t, f, out.data(),
@@ -210,7 +206,7 @@ TEST(ImageProcessorTest, PatchKernelComputesTheScalarFormula) {
             const float want = f.Apply(c, band[i * 3 + c]);
             ASSERT_EQ(out[(c * t + tp) * p * p + i], want)
                 << "channel " << c << " byte " << int{band[i * 3 + c]} << " divisor "
-                << divisor << " reciprocal " << reciprocal;
+                << divisor;
           }
         }
       }

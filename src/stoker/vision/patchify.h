@@ -5,44 +5,25 @@
 
 #include <array>
 #include <cstddef>
-#include <cmath>
 #include <cstdint>
 
 namespace stoker::vision {
 
 // Rescale + normalise as float32 arithmetic: y = (float(v) / divisor - mean[c]) / std[c]
 // (the division by divisor is skipped when divisor is 1, which changes nothing).
-//
-// With `reciprocal`, each division a / b is done as a multiply by r = 1/b followed by
-// one correction with the exact remainder: q = a*r; e = fma(-q, b, a); q += e*r (fused).
-// That is a few cycles instead of a vector division, and gives the correctly rounded
-// quotient in all but rare cases. ImageProcessor uses a formula only after checking
-// that it reproduces its lookup table for all 256 values of every channel (trying
-// `reciprocal` first, plain division next), so the SIMD path is exact by exhaustion,
-// not by argument. The vector code performs the same IEEE operations in the same order.
+// ImageProcessor uses it only after checking that it reproduces its lookup table for
+// all 256 values of every channel, so the SIMD path is exact by exhaustion, not by
+// argument. (A multiply by the reciprocal plus one fused correction was tried in place
+// of the divisions: exact on every published config, but no faster once the kernel
+// kept its vectors in registers, so the divisions stayed.)
 struct NormalizeFormula {
   float divisor = 1.0f;
   std::array<float, 3> mean{};
   std::array<float, 3> std{};
-  bool reciprocal = false;
-  float inverse_divisor = 1.0f;        // 1 / divisor, rounded to float
-  std::array<float, 3> inverse_std{};  // 1 / std[c], rounded to float
-
-  void SetReciprocal(bool on) {
-    reciprocal = on;
-    inverse_divisor = 1.0f / divisor;
-    for (int c = 0; c < 3; ++c) inverse_std[c] = 1.0f / std[c];
-  }
-  static float Divide(float a, float b, float inverse, bool reciprocal) {
-    if (!reciprocal) return a / b;
-    const float q = a * inverse;
-    const float e = std::fma(-q, b, a);
-    return std::fma(e, inverse, q);
-  }
   float Apply(int c, uint8_t v) const {
     float x = static_cast<float>(v);
-    if (divisor != 1.0f) x = Divide(x, divisor, inverse_divisor, reciprocal);
-    return Divide(x - mean[c], std[c], inverse_std[c], reciprocal);
+    if (divisor != 1.0f) x = x / divisor;
+    return (x - mean[c]) / std[c];
   }
 };
 

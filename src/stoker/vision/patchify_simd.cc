@@ -35,11 +35,11 @@ void StreamFloatsSimd(const float* src, size_t n, float* dst) {
 // 8 pixels per step: LoadInterleaved3 splits 24 bytes into R, G, B; each channel is
 // widened to 8 floats and normalised. A patch row of p >= 8 pixels takes steps at
 // 0, 8, ... and a last one at p - 8 (overlapping, rewriting equal values), so nothing
-// outside the patch is read. Needs 256-bit vectors (AVX2 and up). The arithmetic
-// variant and the temporal count (kT, 0 = any) are template parameters, so the inner
-// loop has no branch on them.
+// outside the patch is read. Needs 256-bit vectors (AVX2 and up). Whether to divide by
+// the rescale divisor and the temporal count (kT, 0 = any) are template parameters, so
+// the inner loop has no branch on them.
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-template <bool kDivide, bool kReciprocal, int kT>
+template <bool kDivide, int kT>
 void PatchRows(const uint8_t* band, size_t stride, int64_t wb, int m, int p, int t_any,
                const NormalizeFormula& formula, float* out, bool stream, float* row) {
   const hn::Full256<float> df;
@@ -50,23 +50,11 @@ void PatchRows(const uint8_t* band, size_t stride, int64_t wb, int m, int p, int
   const size_t block = static_cast<size_t>(p) * p;
   const size_t length = 3 * static_cast<size_t>(t) * block;
   const V divisor = hn::Set(df, formula.divisor);
-  const V inverse_divisor = hn::Set(df, formula.inverse_divisor);
-  V mean[3], stdev[3], inverse_std[3];
+  V mean[3], stdev[3];
   for (int c = 0; c < 3; ++c) {
     mean[c] = hn::Set(df, formula.mean[c]);
     stdev[c] = hn::Set(df, formula.std[c]);
-    inverse_std[c] = hn::Set(df, formula.inverse_std[c]);
   }
-  // NormalizeFormula::Divide, lane-wise.
-  const auto quotient = [](V a, V b, V inverse) {
-    if constexpr (!kReciprocal) {
-      return hn::Div(a, b);
-    } else {
-      const V q = hn::Mul(a, inverse);
-      const V e = hn::NegMulAdd(q, b, a);
-      return hn::MulAdd(e, inverse, q);
-    }
-  };
   for (int64_t bw = 0; bw < wb; ++bw) {
     for (int mh = 0; mh < m; ++mh) {
       for (int mw = 0; mw < m; ++mw) {
@@ -84,8 +72,8 @@ void PatchRows(const uint8_t* band, size_t stride, int64_t wb, int m, int p, int
             // loop over an array of vectors, so everything stays in registers).
             const auto channel = [&](hn::Vec<decltype(du8)> v8, int c) HWY_ATTR {
               V x = hn::ConvertTo(df, hn::PromoteTo(di, v8));
-              if constexpr (kDivide) x = quotient(x, divisor, inverse_divisor);
-              const V y = quotient(hn::Sub(x, mean[c]), stdev[c], inverse_std[c]);
+              if constexpr (kDivide) x = hn::Div(x, divisor);
+              const V y = hn::Div(hn::Sub(x, mean[c]), stdev[c]);
               float* d = line + static_cast<size_t>(c * t) * block + px;
               for (int tp = 0; tp < t; ++tp) hn::StoreU(y, df, d + tp * block);
             };
@@ -102,13 +90,13 @@ void PatchRows(const uint8_t* band, size_t stride, int64_t wb, int m, int p, int
   }
 }
 
-template <bool kDivide, bool kReciprocal>
+template <bool kDivide>
 void PatchRowsT(const uint8_t* band, size_t stride, int64_t wb, int m, int p, int t,
                 const NormalizeFormula& formula, float* out, bool stream, float* row) {
   if (t == 2) {
-    PatchRows<kDivide, kReciprocal, 2>(band, stride, wb, m, p, t, formula, out, stream, row);
+    PatchRows<kDivide, 2>(band, stride, wb, m, p, t, formula, out, stream, row);
   } else {
-    PatchRows<kDivide, kReciprocal, 0>(band, stride, wb, m, p, t, formula, out, stream, row);
+    PatchRows<kDivide, 0>(band, stride, wb, m, p, t, formula, out, stream, row);
   }
 }
 #endif
@@ -118,15 +106,10 @@ bool WritePatchRowsSimdImpl(const uint8_t* band, size_t stride, int64_t wb, int 
                             bool stream, float* row) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
   if (p < 8) return false;
-  const bool divide = formula.divisor != 1.0f;
-  if (divide && formula.reciprocal) {
-    PatchRowsT<true, true>(band, stride, wb, m, p, t, formula, out, stream, row);
-  } else if (divide) {
-    PatchRowsT<true, false>(band, stride, wb, m, p, t, formula, out, stream, row);
-  } else if (formula.reciprocal) {
-    PatchRowsT<false, true>(band, stride, wb, m, p, t, formula, out, stream, row);
+  if (formula.divisor != 1.0f) {
+    PatchRowsT<true>(band, stride, wb, m, p, t, formula, out, stream, row);
   } else {
-    PatchRowsT<false, false>(band, stride, wb, m, p, t, formula, out, stream, row);
+    PatchRowsT<false>(band, stride, wb, m, p, t, formula, out, stream, row);
   }
   return true;
 #else
