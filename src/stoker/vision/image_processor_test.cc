@@ -177,8 +177,8 @@ TEST(ImageProcessorTest, NormalizeFormulaIsExactForPublishedConfigs) {
 }
 
 // The vector kernel computes NormalizeFormula::Apply bit for bit, with and without the
-// rescale division, on every byte value: an image
-// whose 16 x 16 patch rows hold all 256 values of each channel (shifted per channel).
+// rescale division, on every byte value: an image whose 16 x 16 patch rows hold all
+// 256 values of each channel (shifted per channel).
 TEST(ImageProcessorTest, PatchKernelComputesTheScalarFormula) {
   constexpr int p = 16, m = 1, t = 2;
   std::vector<uint8_t> band(static_cast<size_t>(p) * p * 3);
@@ -186,28 +186,26 @@ TEST(ImageProcessorTest, PatchKernelComputesTheScalarFormula) {
     for (int c = 0; c < 3; ++c) band[i * 3 + c] = static_cast<uint8_t>(i + 85 * c);
   }
   for (float divisor : {1.0f, 255.0f}) {
-    {
-      NormalizeFormula f;
-      f.divisor = divisor;
-      f.mean = {0.48145466f, 0.4578275f, 0.40821073f};
-      f.std = {0.26862954f, 0.26130258f, 0.27577711f};
-      if (divisor == 1.0f) {
-        for (int c = 0; c < 3; ++c) f.mean[c] *= 255.0f, f.std[c] *= 255.0f;
-      }
-      std::vector<float> out(static_cast<size_t>(3) * t * p * p, -1.0f);
-      std::vector<float> row(out.size());
-      if (!WritePatchRowsSimd(band.data(), p * 3, 1, m, p, t, f, out.data(),
-                              /*stream=*/false, row.data())) {
-        GTEST_SKIP() << "no 256-bit SIMD on this CPU";
-      }
-      for (int c = 0; c < 3; ++c) {
-        for (int tp = 0; tp < t; ++tp) {
-          for (int i = 0; i < p * p; ++i) {
-            const float want = f.Apply(c, band[i * 3 + c]);
-            ASSERT_EQ(out[(c * t + tp) * p * p + i], want)
-                << "channel " << c << " byte " << int{band[i * 3 + c]} << " divisor "
-                << divisor;
-          }
+    NormalizeFormula f;
+    f.divisor = divisor;
+    f.mean = {0.48145466f, 0.4578275f, 0.40821073f};
+    f.std = {0.26862954f, 0.26130258f, 0.27577711f};
+    if (divisor == 1.0f) {
+      for (int c = 0; c < 3; ++c) f.mean[c] *= 255.0f, f.std[c] *= 255.0f;
+    }
+    std::vector<float> out(static_cast<size_t>(3) * t * p * p, -1.0f);
+    std::vector<float> row(out.size());
+    if (!WritePatchRowsSimd(band.data(), p * 3, 1, m, p, t, f, out.data(),
+                            /*stream=*/false, row.data())) {
+      GTEST_SKIP() << "no 256-bit SIMD on this CPU";
+    }
+    for (int c = 0; c < 3; ++c) {
+      for (int tp = 0; tp < t; ++tp) {
+        for (int i = 0; i < p * p; ++i) {
+          const float want = f.Apply(c, band[i * 3 + c]);
+          ASSERT_EQ(out[(c * t + tp) * p * p + i], want)
+              << "channel " << c << " byte " << int{band[i * 3 + c]} << " divisor "
+              << divisor;
         }
       }
     }

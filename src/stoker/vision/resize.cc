@@ -204,15 +204,13 @@ void PlanAxis(ResizeBackend backend, int in_size, int out_size, AxisTaps* taps) 
       }
     }
     if (taps->int16_weights && (taps->group_contiguous[g] || windowed)) {
+      // Each output byte's pair word is its pixel's (pair_weights), in byte order.
       taps->group_byte_pairs_index[g] = static_cast<int32_t>(taps->group_byte_pairs.size());
-      auto weight = [&](int i, int j) -> uint32_t {
-        const int32_t w = j < taps->count[i] ? taps->weights[static_cast<size_t>(i) * max_taps + j] : 0;
-        return static_cast<uint16_t>(static_cast<int16_t>(w));
-      };
-      for (int j = 0; j < n; j += 2) {
+      for (int pair = 0; pair < (n + 1) / 2; ++pair) {
         for (int8_t b : AxisTaps::kBytePairOrder) {
           const int i = g * kGroup + b / 3;
-          taps->group_byte_pairs.push_back(static_cast<int32_t>(weight(i, j) | weight(i, j + 1) << 16));
+          taps->group_byte_pairs.push_back(
+              taps->pair_weights[static_cast<size_t>(i) * taps->pair_stride + pair]);
         }
       }
     }
