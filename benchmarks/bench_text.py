@@ -181,6 +181,19 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
+def paired(ours, theirs, repeat: int) -> tuple[float, float, list[float]]:
+    """Best seconds of `ours` and of `theirs`, timed in alternation (ours, theirs, ours,
+    ...) so that both see the same machine: on a shared VM the load drifts over the
+    minutes one side takes. Also each round's ratio (theirs / ours)."""
+    t_ours, t_theirs = [], []
+    for _ in range(repeat):
+        for fn, times in ((ours, t_ours), (theirs, t_theirs)):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+    return min(t_ours), min(t_theirs), [b / a for a, b in zip(t_ours, t_theirs)]
+
+
 # The Qwen vocabulary ships with the package; o200k is test data.
 VOCABULARY_FILES = {
     "qwen3": ROOT / "python/stoker/_data/tokenizers/qwen3/tokenizer.json.xz",
@@ -203,16 +216,19 @@ def bench_vocab(name: str, docs: list[str], repeat: int) -> None:
 
     rows = [
         ("encode (single calls)",
-         best(lambda: [ours.encode(d) for d in docs], repeat),
-         best(lambda: [ref.encode(d, add_special_tokens=False) for d in docs], repeat)),
+         *paired(lambda: [ours.encode(d) for d in docs],
+                 lambda: [ref.encode(d, add_special_tokens=False) for d in docs], repeat)),
         ("encode_batch",
-         best(lambda: ours.encode_batch(docs, num_threads=1), repeat),
-         best(lambda: ref.encode_batch(docs, add_special_tokens=False), repeat)),
+         *paired(lambda: ours.encode_batch(docs, num_threads=1),
+                 lambda: ref.encode_batch(docs, add_special_tokens=False), repeat)),
     ]
     print(f"\n{name}: {len(docs)} documents, {mb:.2f} MB, {n_tokens} tokens, ids identical")
-    print(f"{'call':<24}{'stoker MB/s':>14}{'tokenizers MB/s':>18}{'ratio':>8}")
-    for label, t_ours, t_ref in rows:
-        print(f"{label:<24}{mb / t_ours:>14.2f}{mb / t_ref:>18.2f}{t_ref / t_ours:>8.2f}x")
+    print(f"{'call':<24}{'stoker MB/s':>14}{'tokenizers MB/s':>18}{'ratio':>8}"
+          "  each round")
+    for label, t_ours, t_ref, rounds in rows:
+        each = " ".join(f"{r:.1f}x" for r in rounds)
+        print(f"{label:<24}{mb / t_ours:>14.2f}{mb / t_ref:>18.2f}{t_ref / t_ours:>8.2f}x"
+              f"  {each}")
 
 
 def engine_text_stage(samples: list[dict], tokenizer: Tokenizer,
