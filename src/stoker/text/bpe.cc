@@ -158,6 +158,14 @@ Result<BpeModel> BpeModel::Make(std::vector<std::string> vocab,
     }
     std::vector<MergeSlot>().swap(model.merge_table_);
   }
+  model.byte_pairs_.assign(size_t{1} << 16, kNoBytePair);
+  for (int a = 0; a < 256; ++a) {
+    for (int b = 0; b < 256; ++b) {
+      if (model.byte_ids_[a] == UINT32_MAX || model.byte_ids_[b] == UINT32_MAX) continue;
+      const auto [rank, new_id] = model.FindMerge(model.byte_ids_[a], model.byte_ids_[b]);
+      if (rank != UINT32_MAX) model.byte_pairs_[a << 8 | b] = uint64_t{rank} << 32 | new_id;
+    }
+  }
   return model;
 }
 
@@ -190,16 +198,28 @@ std::pair<uint32_t, uint32_t> BpeModel::FindMerge(uint32_t left, uint32_t right)
   }
 }
 
-void BpeModel::MergeAll(BpeScratch* scratch) const {
+std::pair<uint32_t, uint32_t> BpeModel::FirstMerge(const BpeScratch& scratch,
+                                                   std::string_view bytes, size_t i) const {
+  if (bytes.empty()) return FindMerge(scratch.symbols[i].id, scratch.symbols[i + 1].id);
+  const uint64_t e = byte_pairs_[static_cast<uint8_t>(bytes[i]) << 8 |
+                                 static_cast<uint8_t>(bytes[i + 1])];
+  if (e == kNoBytePair) return {UINT32_MAX, 0};
+  return {static_cast<uint32_t>(e >> 32), static_cast<uint32_t>(e)};
+}
+
+void BpeModel::MergeAll(BpeScratch* scratch, std::string_view bytes) const {
   auto& symbols = scratch->symbols;
   auto& heap = scratch->heap;
   heap.clear();
-  // Each lookup is likely a cache miss in a table of megabytes. The first ones are
-  // independent: prefetch the slot of every adjacent pair so their misses overlap.
+  // Each lookup in the big table is likely a cache miss. The first ones are
+  // independent: prefetch the slot of every adjacent pair so their misses overlap
+  // (byte pairs need none).
   const size_t n = symbols.size();
-  for (size_t i = 0; i + 1 < n; ++i) PrefetchPair(symbols[i].id, symbols[i + 1].id);
+  if (bytes.empty()) {
+    for (size_t i = 0; i + 1 < n; ++i) PrefetchPair(symbols[i].id, symbols[i + 1].id);
+  }
   for (uint32_t i = 0; i + 1 < n; ++i) {
-    const auto [rank, new_id] = FindMerge(symbols[i].id, symbols[i + 1].id);
+    const auto [rank, new_id] = FirstMerge(*scratch, bytes, i);
     if (rank != UINT32_MAX) heap.push_back({rank, i, new_id, symbols[i].id, symbols[i + 1].id});
   }
   std::make_heap(heap.begin(), heap.end(), Later{});
@@ -245,7 +265,7 @@ void BpeModel::PrefetchPair(uint32_t left, uint32_t right) const {
   }
 }
 
-void BpeModel::MergeShort(BpeScratch* scratch) const {
+void BpeModel::MergeShort(BpeScratch* scratch, std::string_view bytes) const {
   auto& symbols = scratch->symbols;
   const int n = static_cast<int>(symbols.size());
   if (n < 2) return;
@@ -254,9 +274,11 @@ void BpeModel::MergeShort(BpeScratch* scratch) const {
   // MergeAll orders them; a scan of at most 64 entries beats the heap's bookkeeping.
   uint32_t rank[BpeScratch::kMaxShortPiece];
   uint32_t new_id[BpeScratch::kMaxShortPiece];
-  for (int i = 0; i + 1 < n; ++i) PrefetchPair(symbols[i].id, symbols[i + 1].id);
+  if (bytes.empty()) {
+    for (int i = 0; i + 1 < n; ++i) PrefetchPair(symbols[i].id, symbols[i + 1].id);
+  }
   for (int i = 0; i + 1 < n; ++i) {
-    std::tie(rank[i], new_id[i]) = FindMerge(symbols[i].id, symbols[i + 1].id);
+    std::tie(rank[i], new_id[i]) = FirstMerge(*scratch, bytes, static_cast<size_t>(i));
   }
   rank[n - 1] = UINT32_MAX;
   while (true) {
@@ -327,10 +349,13 @@ void BpeModel::Encode(std::string_view piece, bool prefix_space, BpeScratch* scr
     symbols.push_back({id, n - 1, -1, 1});
     if (n > 0) symbols[n - 1].next = n;
   }
+  // One symbol per byte (always, for a byte-level vocabulary): the first lookups can
+  // use the byte-pair table.
+  const std::string_view bytes = symbols.size() == key.size() ? key : std::string_view();
   if (symbols.size() <= std::min(scratch->short_piece_limit, BpeScratch::kMaxShortPiece)) {
-    MergeShort(scratch);
+    MergeShort(scratch, bytes);
   } else {
-    MergeAll(scratch);
+    MergeAll(scratch, bytes);
   }
   const size_t start = ids->size();
   for (const auto& symbol : symbols) {

@@ -148,9 +148,15 @@ class BpeModel {
   int64_t TokenToId(std::string_view token) const;
 
  private:
-  void MergeAll(BpeScratch* scratch) const;
+  // `bytes`: the piece the symbols were made from, one symbol per byte, or empty when
+  // some byte had no symbol (its pairs are then looked up by id).
+  void MergeAll(BpeScratch* scratch, std::string_view bytes) const;
   // MergeAll for at most BpeScratch::kMaxShortPiece symbols.
-  void MergeShort(BpeScratch* scratch) const;
+  void MergeShort(BpeScratch* scratch, std::string_view bytes) const;
+  // (rank, new id) of the pair at symbols i, i + 1 before any merge: from the byte-pair
+  // table when `bytes` is given.
+  std::pair<uint32_t, uint32_t> FirstMerge(const BpeScratch& scratch, std::string_view bytes,
+                                           size_t i) const;
   // Starts loading the table slot of the pair (when the filter does not rule it out).
   void PrefetchPair(uint32_t left, uint32_t right) const;
   // (rank, new id) of the pair, or rank == UINT32_MAX.
@@ -180,6 +186,12 @@ class BpeModel {
   // fail, most of them here.
   static constexpr int kFilterBits = 20;
   std::vector<uint64_t> merge_filter_;
+  // The merge of every pair of single bytes, (rank << 32 | new id) or kNoBytePair, by
+  // first byte << 8 | second byte (512 KiB). A piece's first lookups are all byte
+  // pairs, about two in five of all its lookups: from this table they cost a load from
+  // a few hot rows instead of a hash, the filter and a probe of the big table.
+  static constexpr uint64_t kNoBytePair = ~uint64_t{0};
+  std::vector<uint64_t> byte_pairs_;
   bool ignore_merges_ = false;
 };
 
