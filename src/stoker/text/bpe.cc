@@ -430,7 +430,8 @@ void PieceCache::Insert(std::string_view piece, uint64_t hash, const int32_t* id
   arena_.resize(at + words, 0);
   arena_[at] = static_cast<uint32_t>(piece.size() << 16 | n);
   std::memcpy(arena_.data() + at + 1, piece.data(), piece.size());
-  std::memcpy(arena_.data() + at + 1 + key_words, ids, n * sizeof(uint32_t));
+  // n is 0 for a piece none of whose bytes is in the vocabulary (ids may then be null).
+  if (n > 0) std::memcpy(arena_.data() + at + 1 + key_words, ids, n * sizeof(uint32_t));
   ++size_;
 }
 
