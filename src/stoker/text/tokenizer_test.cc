@@ -149,31 +149,43 @@ TEST(PieceCacheTest, FindsWhatWasInsertedResolvesCollisionsAndStaysBounded) {
   EXPECT_LE(most, PieceCache::kArenaWords / (1 + 64 + 256));
 }
 
+// Merges over "abc" for the merge-loop tests: overlapping pairs and merges of merges.
+const std::vector<std::pair<std::string, std::string>>& SmallMerges() {
+  static const std::vector<std::pair<std::string, std::string>> merges = {
+      {"a", "b"}, {"b", "c"}, {"ab", "c"}, {"c", "a"}, {"a", "a"}, {"ca", "b"},
+      {"aa", "a"}, {"b", "b"}, {"abc", "ab"}, {"c", "c"}, {"bb", "ca"}, {"a", "bc"}};
+  return merges;
+}
+
+// A byte-level vocabulary (every byte but `missing_byte`, when one is given) followed
+// by the merged tokens, numbered in the merges' order or in reverse.
+std::vector<std::string> SmallVocabulary(
+    const std::vector<std::pair<std::string, std::string>>& merges, bool reverse,
+    int missing_byte = -1) {
+  std::vector<std::string> vocab;
+  for (int b = 0; b < 256; ++b) {
+    if (b == missing_byte) continue;
+    std::string ch;
+    AppendUtf8(ByteToChar(static_cast<uint8_t>(b)), &ch);
+    vocab.push_back(ch);
+  }
+  std::vector<std::string> merged;
+  for (const auto& [l, r] : merges) merged.push_back(l + r);
+  if (reverse) std::reverse(merged.begin(), merged.end());
+  for (const std::string& m : merged) {
+    if (std::find(vocab.begin(), vocab.end(), m) == vocab.end()) vocab.push_back(m);
+  }
+  return vocab;
+}
+
 // The compact merge table (new ids increasing with rank) and the general one (any
 // order) give the same tokens: the same merges, once with the merged tokens numbered
 // in rank order and once in reverse, on random strings over a small alphabet. And
 // the short-piece merge loop agrees with the heap on both.
 TEST(BpeModelTest, CompactAndGeneralMergeTablesAndBothLoopsAgree) {
-  std::vector<std::pair<std::string, std::string>> merges = {
-      {"a", "b"}, {"b", "c"}, {"ab", "c"}, {"c", "a"}, {"a", "a"}, {"ca", "b"},
-      {"aa", "a"}, {"b", "b"}, {"abc", "ab"}, {"c", "c"}, {"bb", "ca"}, {"a", "bc"}};
-  auto vocabulary = [&](bool reverse) {
-    std::vector<std::string> vocab;
-    for (int b = 0; b < 256; ++b) {
-      std::string ch;
-      AppendUtf8(ByteToChar(static_cast<uint8_t>(b)), &ch);
-      vocab.push_back(ch);
-    }
-    std::vector<std::string> merged;
-    for (const auto& [l, r] : merges) merged.push_back(l + r);
-    if (reverse) std::reverse(merged.begin(), merged.end());
-    for (const std::string& m : merged) {
-      if (std::find(vocab.begin(), vocab.end(), m) == vocab.end()) vocab.push_back(m);
-    }
-    return vocab;
-  };
-  auto in_order = BpeModel::Make(vocabulary(false), merges, false);
-  auto reversed = BpeModel::Make(vocabulary(true), merges, false);
+  const auto& merges = SmallMerges();
+  auto in_order = BpeModel::Make(SmallVocabulary(merges, false), merges, false);
+  auto reversed = BpeModel::Make(SmallVocabulary(merges, true), merges, false);
   ASSERT_TRUE(in_order.ok() && reversed.ok());
   std::mt19937 rng(5);
   BpeScratch short_in_order, short_reversed, heap_in_order, heap_reversed;
@@ -203,20 +215,8 @@ TEST(BpeModelTest, CompactAndGeneralMergeTablesAndBothLoopsAgree) {
 // piece without them: the first through ids, the second through the byte pairs. Both
 // merge loops, on both sides of the short-piece limit.
 TEST(BpeModelTest, BytePairTableAgreesWithLookupsById) {
-  const std::vector<std::pair<std::string, std::string>> merges = {
-      {"a", "b"}, {"b", "c"}, {"ab", "c"}, {"c", "a"}, {"a", "a"}, {"ca", "b"},
-      {"aa", "a"}, {"b", "b"}, {"abc", "ab"}, {"c", "c"}, {"bb", "ca"}, {"a", "bc"}};
-  std::vector<std::string> vocab;
-  for (int b = 0; b < 256; ++b) {
-    if (b == 'z') continue;
-    std::string ch;
-    AppendUtf8(ByteToChar(static_cast<uint8_t>(b)), &ch);
-    vocab.push_back(ch);
-  }
-  for (const auto& [l, r] : merges) {
-    if (std::find(vocab.begin(), vocab.end(), l + r) == vocab.end()) vocab.push_back(l + r);
-  }
-  auto model = BpeModel::Make(vocab, merges, false);
+  const auto& merges = SmallMerges();
+  auto model = BpeModel::Make(SmallVocabulary(merges, false, 'z'), merges, false);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   std::mt19937 rng(11);
   BpeScratch short_loop, heap;
