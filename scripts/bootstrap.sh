@@ -20,7 +20,7 @@ APT_PACKAGES=(
   build-essential pkg-config ccache
   python3 python3-venv python3-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev libsimdjson-dev libxxhash-dev libgtest-dev
-  libhwy-dev libonig-dev libutf8proc-dev libcurl4-openssl-dev
+  libhwy-dev libonig-dev libutf8proc-dev libcurl4-openssl-dev libssl-dev
 )
 
 ensure_apt_packages() {
