@@ -32,8 +32,27 @@ def clean_env(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
 
 
+# Every test runs against both HTTP clients: plain http:// normally goes through
+# Stoker's own HTTP/1.1 client ("auto"), and "curl" sends it through libcurl, which
+# https:// always uses. Their retries, resumes and timeouts must not differ.
+_client = "auto"
+
+
+@pytest.fixture(autouse=True, params=["auto", "curl"])
+def http_client(request):
+    global _client
+    _client = request.param
+    yield request.param
+    _client = "auto"
+
+
+def options(s3, **overrides):
+    overrides.setdefault("http_client", _client)
+    return store_options(s3, **overrides)
+
+
 def through(proxy, s3, **overrides):
-    return stoker.io.ObjectStore(**store_options(
+    return stoker.io.ObjectStore(**options(
         s3, endpoint_url=f"http://127.0.0.1:{proxy.port}", **overrides))
 
 
@@ -123,7 +142,7 @@ def test_total_timeout_fires_on_slow_drip(s3):
 def test_seeded_soak_matches_clean_run(s3):
     keys = sorted(k for k in s3.objects if k.startswith("objects/0"))
     uris = [f"s3://{BUCKET}/{k}" for k in keys]
-    clean = stoker.io.ObjectStore(**store_options(s3)).read_many(uris)
+    clean = stoker.io.ObjectStore(**options(s3)).read_many(uris)
     seed = 20261129
     faults = ("latency", "reset", "slowdown", "error500", "drop", "throttled403")
     with FaultProxy(s3.port, seed=seed, fault_rate=0.4, faults=faults,
@@ -134,7 +153,7 @@ def test_seeded_soak_matches_clean_run(s3):
         stats = store.stats()
         # Each fault that fails a request costs one retry, except a reset that came
         # after the whole (small) body had arrived, and a dropped reply on a reused
-        # connection, which curl itself re-sends once on a fresh one.
+        # connection, which either client re-sends once on a fresh one.
         failing = sum(proxy.injected[f] for f in faults if f != "latency")
         lenient = proxy.injected["reset"] + proxy.injected["drop"]
         assert failing - lenient <= stats["retries"] <= failing
@@ -175,7 +194,7 @@ def test_connect_timeout_on_a_full_accept_queue(s3):
         fillers.append(f)
     time.sleep(0.2)
     try:
-        store = stoker.io.ObjectStore(**store_options(
+        store = stoker.io.ObjectStore(**options(
             s3, endpoint_url=f"http://127.0.0.1:{port}", connect_timeout=0.3, max_attempts=2))
         start = time.monotonic()
         with pytest.raises(errors.StoreUnavailableError, match="max attempts reached"):

@@ -71,6 +71,13 @@ io::ObjectStoreOptions ParseOptions(nb::dict d) {
   Take(d, "ca_file", &o.ca_file);
   Take(d, "resolve", &o.resolve);
   Take(d, "seed", &o.random_seed);
+  std::string client = "auto";
+  Take(d, "http_client", &client);
+  if (client == "curl") {
+    o.http_client = io::HttpClient::kCurl;
+  } else if (client != "auto") {
+    Throw(status::InvalidArgument("http_client must be 'auto' or 'curl', got '", client, "'"));
+  }
   if (d.size() != 0) {
     std::string names;
     for (auto [k, v] : d) names += (names.empty() ? "" : ", ") + nb::cast<std::string>(k);

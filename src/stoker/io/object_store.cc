@@ -258,7 +258,8 @@ std::string ObjectStore::ToString() const {
   return "ObjectStore(" + s3_config_.ToString() +
          ", max_in_flight=" + std::to_string(options_.max_in_flight) +
          ", max_attempts=" + std::to_string(options_.retry.max_attempts) +
-         ", verify_tls=" + (options_.verify_tls ? "true" : "false") + ")";
+         ", verify_tls=" + (options_.verify_tls ? "true" : "false") +
+         ", http_client=" + (options_.http_client == HttpClient::kCurl ? "curl" : "auto") + ")";
 }
 
 }  // namespace stoker::io

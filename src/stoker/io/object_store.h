@@ -39,6 +39,8 @@ struct ObjectInfo {
   int attempts = 0;   // HTTP requests made for this read (0 for local)
 };
 
+enum class HttpClient { kAuto, kCurl };
+
 struct ObjectStoreOptions {
   S3Options s3;
   UriPolicy policy;
@@ -58,6 +60,10 @@ struct ObjectStoreOptions {
   // virtual-hosted bucket name on a test server.
   std::vector<std::string> resolve;
   uint64_t random_seed = 0;  // backoff jitter; 0 draws one
+  // Which client plain http:// requests use. kAuto: Stoker's own HTTP/1.1 client (one
+  // staging copy, no per-request set-up; see http_engine.cc). kCurl: libcurl, as
+  // https:// always does (TLS, HTTP/2).
+  HttpClient http_client = HttpClient::kAuto;
 };
 
 // A snapshot of the store's counters.

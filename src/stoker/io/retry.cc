@@ -85,6 +85,8 @@ Classification ClassifyCurl(int curl_code) {
       return Make(RetryClass::kPermanent, "tls_verification_failed");
     case CURLE_SSL_CACERT_BADFILE:
       return Make(RetryClass::kPermanent, "tls_bad_ca_file");
+    case CURLE_WEIRD_SERVER_REPLY:
+      return Make(RetryClass::kPermanent, "bad_reply");
     case CURLE_UNSUPPORTED_PROTOCOL:
       return Make(RetryClass::kPermanent, "unsupported_protocol");
     case CURLE_URL_MALFORMAT:
