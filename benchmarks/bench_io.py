@@ -16,13 +16,17 @@ The object server serves --objects objects of 50-500 KB under /bucket/key and wa
   server, so the client, not the server, is what is measured.
 
 Stoker reads every object through s3:// (SigV4-signed, path style) at each in-flight
-level, twice: with iter_read (the streaming API: zero-copy views, consumed and dropped
-one by one, as a data pipeline consumes them) and with read_many (lists of bytes,
-2000 objects per call). boto3 does get_object().read() from a thread pool of each
-size. Prints objects/s, CPU seconds of the client process per 1000 objects, the
-Little's-law bound (in-flight / mean latency), the server's own ceiling (Stoker
-iter_read at 256 in flight with no injected latency) and the ratios. Byte counts are
-checked on every side.
+level: with iter_read (the streaming API: zero-copy views, consumed and dropped one by
+one, as a data pipeline consumes them) and with read_many (lists of bytes, 2000
+objects per call), both through Stoker's own HTTP/1.1 client (what plain http:// uses),
+and with iter_read through libcurl (``http_client="curl"``, what https:// uses).
+boto3 does get_object().read() from a thread pool of each size. ``floor`` is
+benchmarks/cpp/http_floor.cc (compiled here when a C++ compiler is present): a minimal
+epoll client that throws every body away into one hot buffer, the least CPU any client
+can spend at that rate on this machine. Prints objects/s, CPU seconds of the client
+process per 1000 objects, the Little's-law bound (in-flight / mean latency), the
+server's own ceiling (Stoker iter_read at 256 in flight with no injected latency) and
+the ratios. Byte counts are checked on every side.
 """
 
 from __future__ import annotations
@@ -193,7 +197,7 @@ def cpu_seconds() -> float:
 
 
 def run_stoker(endpoint: str, keys: list[str], level: int, bucket: str = BUCKET,
-               api: str = "iter_read") -> tuple[float, float, int]:
+               api: str = "iter_read", client: str = "auto") -> tuple[float, float, int]:
     """Reads every key through `api`: ``iter_read`` streams zero-copy views (each
     dropped after its length is taken, so buffers are reused); ``read_many`` returns
     lists of bytes, in chunks of 2000 to bound the client's memory."""
@@ -201,7 +205,8 @@ def run_stoker(endpoint: str, keys: list[str], level: int, bucket: str = BUCKET,
 
     store = stoker.io.ObjectStore(endpoint_url=endpoint, access_key_id="AKIDBENCH0000000",
                                   secret_access_key="bench-secret", region="us-east-1",
-                                  max_in_flight=level, max_bytes_in_flight=1 << 30)
+                                  max_in_flight=level, max_bytes_in_flight=1 << 30,
+                                  http_client=client)
     uris = [f"s3://{bucket}/{k}" for k in keys]
     cpu0, t0 = cpu_seconds(), time.perf_counter()
     total = 0
@@ -211,6 +216,28 @@ def run_stoker(endpoint: str, keys: list[str], level: int, bucket: str = BUCKET,
         for i in range(0, len(uris), 2000):
             total += sum(len(b) for b in store.read_many(uris[i:i + 2000]))
     return time.perf_counter() - t0, cpu_seconds() - cpu0, total
+
+
+def build_floor(folder: str) -> str | None:
+    """Compiles benchmarks/cpp/http_floor.cc into `folder`; None without a compiler."""
+    import shutil
+    import subprocess
+
+    compiler = shutil.which("c++") or shutil.which("g++")
+    if compiler is None:
+        return None
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp", "http_floor.cc")
+    binary = os.path.join(folder, "http_floor")
+    subprocess.run([compiler, "-O2", "-o", binary, source], check=True)
+    return binary
+
+
+def run_floor(binary: str, port: int, objects: int, level: int) -> tuple[float, float, int]:
+    import subprocess
+
+    out = subprocess.run([binary, str(port), BUCKET, str(objects), str(level)], check=True,
+                         capture_output=True, text=True).stdout.split()
+    return float(out[1]), float(out[2]), int(out[0])
 
 
 def run_boto3(endpoint: str, keys: list[str], threads: int) -> tuple[float, float, int]:
@@ -269,11 +296,19 @@ def main() -> None:
         assert total == expected, (total, expected)
         ceiling = args.objects / wall
         print(f"server ceiling (no injected latency, 256 in flight): {ceiling:.0f} objects/s")
-        for api in ("iter_read", "read_many"):
-            for level in [int(x) for x in args.levels.split(",")]:
-                wall, cpu, total = run_stoker(endpoint, keys, level, api=api)
+        levels = [int(x) for x in args.levels.split(",")]
+        for api, client in (("iter_read", "auto"), ("read_many", "auto"), ("iter_read", "curl")):
+            for level in levels:
+                wall, cpu, total = run_stoker(endpoint, keys, level, api=api, client=client)
                 assert total == expected, (total, expected)
-                rows.append((f"stoker {api}, {level}", level / mean_latency, wall, cpu))
+                name = f"stoker {api}{' (libcurl)' if client == 'curl' else ''}, {level}"
+                rows.append((name, level / mean_latency, wall, cpu))
+        floor = build_floor(tmp.name)
+        if floor is not None:
+            for level in levels:
+                wall, cpu, total = run_floor(floor, port, args.objects, level)
+                assert total == expected, (total, expected)
+                rows.append((f"floor, {level}", level / mean_latency, wall, cpu))
         for threads in [int(x) for x in args.boto_threads.split(",")]:
             wall, cpu, total = run_boto3(endpoint, keys, threads)
             assert total == expected, (total, expected)
@@ -284,11 +319,11 @@ def main() -> None:
             p.wait() if hasattr(p, "communicate") else p.join()
         tmp.cleanup()
     print()
-    print(f"{'client':<26} {'objects/s':>10} {'bound/s':>9} {'% bound':>8} "
+    print(f"{'client':<31} {'objects/s':>10} {'bound/s':>9} {'% bound':>8} "
           f"{'% min(bound, ceiling)':>22} {'MB/s':>8} {'CPU s/1000 obj':>15} {'cores':>6}")
     for name, bound, wall, cpu in rows:
         rate = args.objects / wall
-        print(f"{name:<26} {rate:>10.0f} {bound:>9.0f} {100 * rate / bound:>7.0f}% "
+        print(f"{name:<31} {rate:>10.0f} {bound:>9.0f} {100 * rate / bound:>7.0f}% "
               f"{100 * rate / min(bound, ceiling):>21.0f}% {expected / wall / 1e6:>8.0f} "
               f"{1000 * cpu / args.objects:>15.3f} {cpu / wall:>6.2f}")
     by_name = {name: args.objects / wall for name, _, wall, _ in rows}
@@ -296,6 +331,15 @@ def main() -> None:
     for s in [r[0] for r in rows if r[0].startswith("stoker")]:
         for b in [r[0] for r in rows if r[0].startswith("boto3")]:
             print(f"{s} / {b}: {by_name[s] / by_name[b]:.1f}x")
+    cpu_per = {name: cpu / args.objects * 1000 for name, _, _, cpu in rows}
+    for level in levels:
+        own, curl = f"stoker iter_read, {level}", f"stoker iter_read (libcurl), {level}"
+        floor_name = f"floor, {level}"
+        line = (f"CPU per object at {level} in flight: own client {cpu_per[own]:.3f} ms, "
+                f"libcurl {cpu_per[curl]:.3f} ms ({cpu_per[curl] / cpu_per[own]:.2f}x)")
+        if floor_name in cpu_per:
+            line += f", floor {cpu_per[floor_name]:.3f} ms"
+        print(line)
 
 
 if __name__ == "__main__":

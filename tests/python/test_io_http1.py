@@ -214,6 +214,29 @@ def test_own_client_and_curl_read_the_same_from_s3():
         s3.server.stop()
 
 
+def test_benchmark_floor_client_builds_and_reads(tmp_path):
+    # benchmarks/bench_io.py compiles and runs this client as its CPU floor; keep it
+    # working.
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("c++") is None and shutil.which("g++") is None:
+        pytest.skip("no C++ compiler")
+    bench = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
+    sys.path.insert(0, bench)
+    try:
+        import bench_io
+    finally:
+        sys.path.remove(bench)
+    server = RawServer(lambda path, n: ok(path.encode() * 100))
+    binary = bench_io.build_floor(str(tmp_path))
+    wall, cpu, total = bench_io.run_floor(binary, server.port, 30, 4)
+    assert total == sum(len(f"/bench/{i:06d}.bin") * 100 for i in range(30))
+    assert wall > 0 and cpu >= 0
+
+
 def test_http_client_option_is_checked():
     with pytest.raises(errors.InvalidArgumentError, match="http_client"):
         stoker.io.ObjectStore(http_client="nghttp2")
