@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -421,7 +422,12 @@ void ApplyHeader(Job* job, std::string_view name, std::string_view value) {
     // Milliseconds; anything else is ignored, as the AWS SDKs do.
     if (ParseInt(value, &number) && number >= 0) job->retry_after_ms = number;
   } else if (HeaderIs(name, "etag")) {
-    job->response_etag = value;
+    // It goes back to the server in If-Match: no control characters (a stray CR would
+    // end that header early). Without a usable ETag a cut-off read starts over.
+    const bool clean = std::none_of(value.begin(), value.end(), [](char ch) {
+      return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+    });
+    job->response_etag = clean ? std::string(value) : std::string();
   } else if (HeaderIs(name, "content-range")) {
     // "bytes start-end/total" (total may be '*').
     if (value.substr(0, 6) != "bytes ") return;
@@ -661,6 +667,16 @@ void HttpEngine::Impl::StartOwn(Job* j) {
     FinishAttempt(j, CURLE_URL_MALFORMAT);
     return;
   }
+  const bool host_ok = std::all_of(uri->host.begin(), uri->host.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' ||
+           ch == '_' || ch == ':' || ch == '%';
+  });
+  if (!host_ok) {
+    std::snprintf(j->curl_error, sizeof(j->curl_error), "%s",
+                  "the host name has characters a host name cannot have");
+    FinishAttempt(j, CURLE_URL_MALFORMAT);
+    return;
+  }
   const int port = uri->port != 0 ? uri->port : 80;
   std::string key = uri->host;
   key += ':';
@@ -693,8 +709,8 @@ void HttpEngine::Impl::StartOwn(Job* j) {
   c->broken = false;
   c->last_progress = j->attempt_started;
 
-  // The request. Header values come from our own URL and numbers, never from a
-  // manifest's free text, so they cannot carry a CR or LF.
+  // The request. Its header values are the URL's host (checked above), numbers, the configured session token, and the server's ETag
+  // (ApplyHeader drops one with control characters).
   std::string host_header =
       uri->host.find(':') != std::string::npos ? "[" + uri->host + "]" : uri->host;
   if (port != 80) host_header += ":" + std::to_string(port);
@@ -736,6 +752,8 @@ void HttpEngine::Impl::StartOwn(Job* j) {
     signed_headers.emplace_back("x-amz-content-sha256", kEmptySha256);
     signed_headers.emplace_back("x-amz-date", date);
     if (!token.empty()) signed_headers.emplace_back("x-amz-security-token", token);
+    // S3 object URLs carry no query (S3ObjectUrl encodes a '?' in a key); a query
+    // would have to be sorted here to sign it.
     const size_t query = target.find('?');
     const std::string_view path = std::string_view(target).substr(0, query);
     const std::string_view query_text =
