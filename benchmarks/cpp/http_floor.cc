@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -108,7 +109,12 @@ int main(int argc, char** argv) {
         if (got < 0 && errno == EAGAIN) break;
         if (got <= 0) Die("recv");
         if (!c.in_body) {
-          c.head.append(reinterpret_cast<char*>(sink), got);
+          // Only the head is kept: the body bytes that came with it are counted where
+          // they lie, like the rest of the body.
+          const size_t before = c.head.size();
+          const std::string_view fresh(reinterpret_cast<char*>(sink), got);
+          const size_t tail = fresh.find("\r\n\r\n");
+          c.head.append(fresh.substr(0, tail == std::string_view::npos ? got : tail + 4));
           const size_t end = c.head.find("\r\n\r\n");
           if (end == std::string::npos) continue;
           const size_t length = c.head.find("Content-Length: ");
@@ -116,8 +122,9 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "unexpected reply: %.60s\n", c.head.c_str());
             return 1;
           }
-          c.left = std::atoll(c.head.c_str() + length + 16) - (c.head.size() - end - 4);
-          bytes += c.head.size() - end - 4;
+          const long long body_here = static_cast<long long>(got) - (end + 4 - before);
+          c.left = std::atoll(c.head.c_str() + length + 16) - body_here;
+          bytes += body_here;
           c.in_body = true;
         } else {
           c.left -= got;
