@@ -195,9 +195,10 @@ class ObjectStore:
 
     def stats(self) -> dict:
         """Counters: reads, HTTP requests, bytes, retries (by reason), errors (by
-        reason), in-flight gauges (``in_flight`` now, ``peak_in_flight`` the most at
-        once), and time-to-first-byte / total latency histograms
-        (counts per ``latency_bounds_ms`` bucket, the last one open-ended)."""
+        reason), ``connections`` opened (requests beyond them reused one), in-flight
+        gauges (``in_flight`` now, ``peak_in_flight`` the most at once), and
+        time-to-first-byte / total latency histograms (counts per
+        ``latency_bounds_ms`` bucket, the last one open-ended)."""
         return self._native.stats()
 
     def __repr__(self) -> str:

@@ -127,6 +127,7 @@ def test_stalled_body_times_out_and_retries_on_new_connection(s3):
         assert time.monotonic() - start < 5
         assert store.stats()["retries_by_reason"] == {"timeout": 1}
         assert proxy.connections == 2  # the retry did not reuse the hung connection
+        assert store.stats()["connections"] == 2
 
 
 def test_total_timeout_fires_on_slow_drip(s3):

@@ -156,6 +156,7 @@ def test_keep_alive_reuses_one_connection_and_encodes_the_target():
     for i in range(20):
         assert s.read(server.url(f"/k{i}")) == f"/k{i}".encode()
     assert server.connections == 1
+    assert s.stats()["connections"] == 1 and s.stats()["requests"] == 20
     assert s.read(server.url("/a b/ü")) == b"/a%20b/%C3%BC"
 
 
@@ -168,7 +169,7 @@ def test_idle_connection_closed_by_the_server_is_replaced_without_a_retry():
         assert s.read(server.url("/k")) == b"v"
         time.sleep(0.01)
     assert s.stats()["retries"] == 0
-    assert server.connections == 10
+    assert server.connections == s.stats()["connections"] == 10
 
 
 def test_reply_lost_on_a_reused_connection_is_sent_again_once():

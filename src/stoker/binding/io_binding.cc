@@ -340,6 +340,7 @@ nb::dict IoMetricsToPython(const io::IoMetrics& m) {
   d["budget_exhausted"] = m.budget_exhausted;
   d["in_flight"] = m.in_flight;
   d["peak_in_flight"] = m.peak_in_flight;
+  d["connections"] = m.connections;
   d["bytes_in_flight"] = m.bytes_in_flight;
   nb::dict by_reason, errors;
   for (const auto& [k, v] : m.retries_by_reason) by_reason[k.c_str()] = v;

@@ -279,8 +279,8 @@ struct HttpEngine::Impl {
   std::mt19937_64 rng;
 
   // Metrics.
-  std::atomic<uint64_t> reads_ok{0}, reads_failed{0}, requests{0}, bytes{0}, retries{0},
-      resumed{0}, budget_exhausted{0};
+  std::atomic<uint64_t> reads_ok{0}, reads_failed{0}, requests{0}, connections{0}, bytes{0},
+      retries{0}, resumed{0}, budget_exhausted{0};
   std::atomic<int64_t> in_flight{0}, bytes_in_flight{0};
   std::atomic<int64_t> peak_in_flight{0};  // written by the IO thread only
   mutable std::mutex metrics_mutex;
@@ -919,6 +919,7 @@ void HttpEngine::Impl::OnConnEvent(Conn* c, uint32_t events) {
         return;
       }
       if ((events & EPOLLOUT) == 0) return;
+      connections++;
       c->state = Conn::State::kSending;
       c->last_progress = Clock::now();
       Send(c);
@@ -1267,7 +1268,10 @@ void HttpEngine::Impl::FinishAttempt(Job* raw, CURLcode rc) {
   in_flight--;
   if (job->easy != nullptr) {
     curl_off_t ttfb_us = 0;
+    long opened = 0;
     curl_easy_getinfo(job->easy, CURLINFO_STARTTRANSFER_TIME_T, &ttfb_us);
+    curl_easy_getinfo(job->easy, CURLINFO_NUM_CONNECTS, &opened);
+    connections += static_cast<uint64_t>(std::max(0L, opened));
     curl_easy_getinfo(job->easy, CURLINFO_RESPONSE_CODE, &job->status);
     curl_multi_remove_handle(multi, job->easy);
     ReleaseEasy(job->easy);
@@ -1651,6 +1655,7 @@ IoMetrics HttpEngine::Metrics() const {
   m.budget_exhausted = impl_->budget_exhausted;
   m.in_flight = impl_->in_flight;
   m.peak_in_flight = impl_->peak_in_flight;
+  m.connections = impl_->connections;
   m.bytes_in_flight = impl_->bytes_in_flight;
   std::lock_guard lock(impl_->metrics_mutex);
   m.retries_by_reason = impl_->retries_by_reason;

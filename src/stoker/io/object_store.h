@@ -75,6 +75,7 @@ struct IoMetrics {
   uint64_t reads_ok = 0;  // reads delivered (local and remote)
   uint64_t reads_failed = 0;
   uint64_t requests = 0;  // HTTP requests sent (attempts)
+  uint64_t connections = 0;  // connections opened (the rest of the requests reused one)
   uint64_t bytes = 0;     // body bytes received (remote) or read (local)
   uint64_t retries = 0;
   uint64_t resumed = 0;  // retries that resumed a body with Range + If-Match
