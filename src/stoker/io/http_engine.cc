@@ -90,6 +90,7 @@ constexpr uint64_t kConnTag = uint64_t{1} << 63;
 constexpr size_t kStagingBytes = 256 << 10;
 constexpr size_t kMaxHeadBytes = 64 << 10;
 constexpr auto kSweepEvery = std::chrono::milliseconds(50);  // timeouts' resolution
+constexpr size_t kMaxDnsEntries = 1024;
 
 // Bytes a request-target may carry as they are; others are percent-encoded, as curl
 // does with a URL it is given.
@@ -685,9 +686,10 @@ void HttpEngine::Impl::StartOwn(Job* j) {
   Conn* c = nullptr;
   if (j->attempt == 1) {  // a retry takes a new connection: the old one may be the fault
     auto it = idle_conns.find(key);
-    if (it != idle_conns.end() && !it->second.empty()) {
-      c = it->second.back();
+    if (it != idle_conns.end()) {
+      c = it->second.back();  // the pool keeps no empty lists
       it->second.pop_back();
+      if (it->second.empty()) idle_conns.erase(it);
       idle_total--;
     }
   }
@@ -831,7 +833,12 @@ void HttpEngine::Impl::OnDnsAnswers() {
       dns_waiting.erase(it);
     }
     if (answer.error.empty()) {
-      dns_cache[answer.key] = {answer.addresses, Clock::now() + std::chrono::seconds(60)};
+      const auto now = Clock::now();
+      if (dns_cache.size() >= kMaxDnsEntries) {  // bounded, however many hosts a manifest names
+        std::erase_if(dns_cache, [now](const auto& entry) { return entry.second.expires <= now; });
+        if (dns_cache.size() >= kMaxDnsEntries) dns_cache.clear();
+      }
+      dns_cache[answer.key] = {answer.addresses, now + std::chrono::seconds(60)};
     }
     for (Conn* c : conns) {
       if (!answer.error.empty()) {
