@@ -214,6 +214,7 @@ struct Conn {
   bool got_byte = false;
   bool broken = false;  // must not carry another request
   Clock::time_point last_progress;
+  Clock::time_point connect_started;  // of the current resolve-and-connect
 };
 
 struct Job {
@@ -781,6 +782,7 @@ void HttpEngine::Impl::StartOwn(Job* j) {
 }
 
 void HttpEngine::Impl::Resolve(Conn* c) {
+  c->connect_started = Clock::now();
   c->addresses.clear();
   c->next_address = 0;
   c->connect_errno = 0;
@@ -1118,6 +1120,7 @@ bool HttpEngine::Impl::Reopen(Conn* c) {
   if (c->addresses.empty()) {
     Resolve(c);
   } else {
+    c->connect_started = c->last_progress;
     c->next_address = 0;
     Connect(c);
   }
@@ -1181,9 +1184,15 @@ void HttpEngine::Impl::Sweep(Clock::time_point now) {
     const double quiet = Seconds(now - c->last_progress).count();
     char why[160];
     if (c->state == Conn::State::kResolving || c->state == Conn::State::kConnecting) {
-      if (running < options.connect_timeout_s) continue;
-      std::snprintf(why, sizeof(why), "connecting timed out after %.1f s (connect_timeout)",
-                    running);
+      // Timed from this connect, which for a stale kept connection's re-send starts
+      // later than the attempt.
+      const double connecting = Seconds(now - c->connect_started).count();
+      if (connecting < options.connect_timeout_s && running < options.total_timeout_s) {
+        continue;
+      }
+      std::snprintf(why, sizeof(why), "connecting timed out after %.1f s (%s)", connecting,
+                    connecting >= options.connect_timeout_s ? "connect_timeout"
+                                                            : "total_timeout");
     } else if (quiet >= options.stall_timeout_s) {
       std::snprintf(why, sizeof(why), "no data for %.1f s (stall_timeout)", quiet);
     } else if (running >= options.total_timeout_s) {
