@@ -41,7 +41,8 @@ struct Conn {
 double CpuSeconds() {
   rusage r{};
   getrusage(RUSAGE_SELF, &r);
-  return r.ru_utime.tv_sec + r.ru_stime.tv_sec + 1e-6 * (r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+  return r.ru_utime.tv_sec + r.ru_stime.tv_sec +
+         1e-6 * (r.ru_utime.tv_usec + r.ru_stime.tv_usec);
 }
 
 }  // namespace
@@ -104,7 +105,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < n; ++i) {
       Conn& c = *static_cast<Conn*>(events[i].data.ptr);
       for (;;) {
-        const size_t want = c.in_body ? std::min<long long>(sizeof(sink), c.left) : sizeof(sink);
+        const size_t want =
+            c.in_body ? std::min<long long>(sizeof(sink), c.left) : sizeof(sink);
         const ssize_t got = recv(c.fd, sink, want, 0);
         if (got < 0 && errno == EAGAIN) break;
         if (got <= 0) Die("recv");
@@ -132,13 +134,16 @@ int main(int argc, char** argv) {
         }
         if (c.left == 0) {
           ++done;
-          if (next < objects) send_next(c);
-          else break;
+          if (next < objects)
+            send_next(c);
+          else
+            break;
         }
       }
     }
   }
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("%lld %.6f %.6f\n", bytes, wall, CpuSeconds() - cpu0);
   return 0;
 }

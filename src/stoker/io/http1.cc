@@ -30,7 +30,8 @@ bool HasToken(std::string_view value, std::string_view token) {
 }  // namespace
 
 size_t FindHeadEnd(std::string_view data) {
-  for (size_t i = data.find('\n'); i != std::string_view::npos; i = data.find('\n', i + 1)) {
+  for (size_t i = data.find('\n'); i != std::string_view::npos;
+       i = data.find('\n', i + 1)) {
     if (i + 1 < data.size() && data[i + 1] == '\n') return i + 2;
     if (i + 2 < data.size() && data[i + 1] == '\r' && data[i + 2] == '\n') return i + 3;
   }
@@ -68,7 +69,8 @@ Status ParseStatusLine(std::string_view line, ResponseHead* out) {
     }
     code = code * 10 + (line[i] - '0');
   }
-  if (code < 100) return status::IOError("malformed HTTP response: status ", std::to_string(code));
+  if (code < 100)
+    return status::IOError("malformed HTTP response: status ", std::to_string(code));
   out->status = code;
   out->http10 = line[7] == '0';
   return Status::OK();
@@ -167,7 +169,8 @@ Result<size_t> ChunkedDecoder::Step(const uint8_t* in, size_t n, const uint8_t**
       }
       return 1;
     case State::kDataLf:
-      if (in[0] != '\n') return status::IOError("chunked body: chunk data longer than its size");
+      if (in[0] != '\n')
+        return status::IOError("chunked body: chunk data longer than its size");
       state_ = State::kSize;
       return 1;
     case State::kTrailer:

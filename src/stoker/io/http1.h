@@ -49,12 +49,13 @@ class ChunkedDecoder {
 
  private:
   enum class State { kSize, kExtension, kData, kDataCr, kDataLf, kTrailer, kDone };
-  Result<size_t> Step(const uint8_t* in, size_t n, const uint8_t** data, size_t* data_len);
+  Result<size_t> Step(const uint8_t* in, size_t n, const uint8_t** data,
+                      size_t* data_len);
   State state_ = State::kSize;
-  uint64_t size_ = 0;        // of the chunk being read
+  uint64_t size_ = 0;  // of the chunk being read
   int digits_ = 0;
-  uint64_t left_ = 0;        // bytes of the chunk's data still to come
-  size_t line_ = 0;          // length of the trailer line being read
+  uint64_t left_ = 0;  // bytes of the chunk's data still to come
+  size_t line_ = 0;    // length of the trailer line being read
   size_t trailer_bytes_ = 0;
 };
 

@@ -44,9 +44,10 @@ TEST(Http1Test, ParsesStatusFramingAndHeaders) {
   EXPECT_FALSE(h.chunked);
   EXPECT_TRUE(h.close);  // a body that runs to the close
   // Both framings: chunked wins and the connection is not reused.
-  ASSERT_TRUE(Parse("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
-                    &h)
-                  .ok());
+  ASSERT_TRUE(
+      Parse("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+            &h)
+          .ok());
   EXPECT_TRUE(h.chunked);
   EXPECT_EQ(h.content_length, -1);
   EXPECT_TRUE(h.close);
@@ -82,7 +83,9 @@ TEST(Http1Test, RefusesMalformedHeads) {
     EXPECT_FALSE(Parse(bad, &h).ok()) << bad;
   }
   // The same Content-Length twice is allowed.
-  EXPECT_TRUE(Parse("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n", &h).ok());
+  EXPECT_TRUE(
+      Parse("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n", &h)
+          .ok());
 }
 
 // Feeds `wire` to a decoder in pieces of `piece` bytes; returns the body, or the error.
@@ -124,10 +127,10 @@ TEST(Http1Test, DechunksInPiecesOfEverySize) {
 
 TEST(Http1Test, RefusesMalformedChunks) {
   for (const char* bad : {
-           "x\r\nhello\r\n0\r\n\r\n",                   // not hex
-           "\r\nhello\r\n0\r\n\r\n",                    // no size
-           "3\r\nhello\r\n0\r\n\r\n",                   // data longer than its size
-           "1234567890123456\r\n",                      // size overflows
+           "x\r\nhello\r\n0\r\n\r\n",  // not hex
+           "\r\nhello\r\n0\r\n\r\n",   // no size
+           "3\r\nhello\r\n0\r\n\r\n",  // data longer than its size
+           "1234567890123456\r\n",     // size overflows
        }) {
     for (size_t piece : {size_t{1}, size_t{4}, size_t{64}}) {
       EXPECT_FALSE(Dechunk(bad, piece, nullptr).ok()) << bad << " in pieces of " << piece;

@@ -1,10 +1,5 @@
 #include "stoker/io/http_engine.h"
 
-#include "stoker/io/body_buffers.h"
-#include "stoker/io/http1.h"
-#include "stoker/io/sigv4.h"
-#include "stoker/io/uri.h"
-
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netdb.h>
@@ -33,6 +28,11 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+#include "stoker/io/body_buffers.h"
+#include "stoker/io/http1.h"
+#include "stoker/io/sigv4.h"
+#include "stoker/io/uri.h"
 
 namespace stoker::io {
 
@@ -65,8 +65,8 @@ std::string ErrorCode(const std::string& body) {
 
 std::string_view TrimHeader(std::string_view v) {
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ' ||
-                        v.back() == '\t')) {
+  while (!v.empty() &&
+         (v.back() == '\r' || v.back() == '\n' || v.back() == ' ' || v.back() == '\t')) {
     v.remove_suffix(1);
   }
   return v;
@@ -281,8 +281,8 @@ struct HttpEngine::Impl {
   std::mt19937_64 rng;
 
   // Metrics.
-  std::atomic<uint64_t> reads_ok{0}, reads_failed{0}, requests{0}, connections{0}, bytes{0},
-      retries{0}, resumed{0}, budget_exhausted{0};
+  std::atomic<uint64_t> reads_ok{0}, reads_failed{0}, requests{0}, connections{0},
+      bytes{0}, retries{0}, resumed{0}, budget_exhausted{0};
   std::atomic<int64_t> in_flight{0}, bytes_in_flight{0};
   std::atomic<int64_t> peak_in_flight{0};  // written by the IO thread only
   mutable std::mutex metrics_mutex;
@@ -437,8 +437,8 @@ void ApplyHeader(Job* job, std::string_view name, std::string_view value) {
     const size_t dash = value.find('-'), slash = value.find('/');
     if (dash == std::string_view::npos) return;
     int64_t start = -1, end = -1;
-    const std::string_view end_text =
-        value.substr(dash + 1, slash == std::string_view::npos ? slash : slash - dash - 1);
+    const std::string_view end_text = value.substr(
+        dash + 1, slash == std::string_view::npos ? slash : slash - dash - 1);
     if (!ParseInt(value.substr(0, dash), &start) || !ParseInt(end_text, &end)) return;
     job->range_start = start;
     if (slash != std::string_view::npos && ParseInt(value.substr(slash + 1), &number)) {
@@ -486,9 +486,9 @@ bool HttpEngine::Impl::TakeBody(Job* job, const uint8_t* bytes, size_t len) {
   if (job->data.size() == job->attempt_start && job->content_length > 0) {
     // One buffer for the whole body when the server said its size (capped: a lying
     // header must not make us reserve gigabytes), from the pool when it is a fresh read.
-    const size_t want = job->attempt_start +
-                        static_cast<size_t>(std::min<int64_t>(job->content_length,
-                                                              options.max_object_bytes));
+    const size_t want =
+        job->attempt_start + static_cast<size_t>(std::min<int64_t>(
+                                 job->content_length, options.max_object_bytes));
     if (job->data.empty() && job->data.capacity() < want) {
       job->data = buffers->Take(want);
     } else {
@@ -665,7 +665,8 @@ const std::string& HttpEngine::Impl::AmzDate() {
 void HttpEngine::Impl::StartOwn(Job* j) {
   Result<Uri> uri = ParseUri(j->request.url);
   if (!uri.ok()) {
-    std::snprintf(j->curl_error, sizeof(j->curl_error), "%s", uri.status().message().c_str());
+    std::snprintf(j->curl_error, sizeof(j->curl_error), "%s",
+                  uri.status().message().c_str());
     FinishAttempt(j, CURLE_URL_MALFORMAT);
     return;
   }
@@ -712,8 +713,9 @@ void HttpEngine::Impl::StartOwn(Job* j) {
   c->broken = false;
   c->last_progress = j->attempt_started;
 
-  // The request. Its header values are the URL's host (checked above), numbers, the configured session token, and the server's ETag
-  // (ApplyHeader drops one with control characters).
+  // The request. Its header values are the URL's host (checked above), numbers, the
+  // configured session token, and the server's ETag (ApplyHeader drops one with control
+  // characters).
   std::string host_header =
       uri->host.find(':') != std::string::npos ? "[" + uri->host + "]" : uri->host;
   if (port != 80) host_header += ":" + std::to_string(port);
@@ -759,14 +761,15 @@ void HttpEngine::Impl::StartOwn(Job* j) {
     // would have to be sorted here to sign it.
     const size_t query = target.find('?');
     const std::string_view path = std::string_view(target).substr(0, query);
-    const std::string_view query_text =
-        query == std::string::npos ? std::string_view() : std::string_view(target).substr(query + 1);
+    const std::string_view query_text = query == std::string::npos
+                                            ? std::string_view()
+                                            : std::string_view(target).substr(query + 1);
     o.append("x-amz-content-sha256: ").append(kEmptySha256).append("\r\n");
     o.append("x-amz-date: ").append(date).append("\r\n");
     if (!token.empty()) o.append("x-amz-security-token: ").append(token).append("\r\n");
     o.append("Authorization: ")
-        .append(signer->Authorization("GET", path, query_text, signed_headers, kEmptySha256,
-                                      date))
+        .append(signer->Authorization("GET", path, query_text, signed_headers,
+                                      kEmptySha256, date))
         .append("\r\n");
   }
   o.append("\r\n");
@@ -836,8 +839,10 @@ void HttpEngine::Impl::OnDnsAnswers() {
     }
     if (answer.error.empty()) {
       const auto now = Clock::now();
-      if (dns_cache.size() >= kMaxDnsEntries) {  // bounded, however many hosts a manifest names
-        std::erase_if(dns_cache, [now](const auto& entry) { return entry.second.expires <= now; });
+      if (dns_cache.size() >=
+          kMaxDnsEntries) {  // bounded, however many hosts a manifest names
+        std::erase_if(dns_cache,
+                      [now](const auto& entry) { return entry.second.expires <= now; });
         if (dns_cache.size() >= kMaxDnsEntries) dns_cache.clear();
       }
       dns_cache[answer.key] = {answer.addresses, now + std::chrono::seconds(60)};
@@ -867,7 +872,8 @@ void HttpEngine::Impl::Connect(Conn* c) {
         continue;
       }
     }
-    const int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const int fd =
+        ::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       c->connect_errno = errno;
       continue;
@@ -946,8 +952,8 @@ void HttpEngine::Impl::OnConnEvent(Conn* c, uint32_t events) {
 
 void HttpEngine::Impl::Send(Conn* c) {
   while (c->out_sent < c->out.size()) {
-    const ssize_t n = ::send(c->fd, c->out.data() + c->out_sent, c->out.size() - c->out_sent,
-                             MSG_NOSIGNAL);
+    const ssize_t n = ::send(c->fd, c->out.data() + c->out_sent,
+                             c->out.size() - c->out_sent, MSG_NOSIGNAL);
     if (n > 0) {
       c->out_sent += static_cast<size_t>(n);
       continue;
@@ -959,7 +965,8 @@ void HttpEngine::Impl::Send(Conn* c) {
       Reopen(c);
       return;
     }
-    Fail(c, CURLE_SEND_ERROR, std::string("sending the request failed: ") + std::strerror(error));
+    Fail(c, CURLE_SEND_ERROR,
+         std::string("sending the request failed: ") + std::strerror(error));
     return;
   }
   c->state = Conn::State::kHead;
@@ -971,7 +978,8 @@ void HttpEngine::Impl::Receive(Conn* c, bool peer_closing) {
   for (;;) {
     size_t want = kStagingBytes;
     if (c->state == Conn::State::kBody && !c->response.chunked && !c->until_close) {
-      want = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(want), c->body_left));
+      want = static_cast<size_t>(
+          std::min<int64_t>(static_cast<int64_t>(want), c->body_left));
     }
     const ssize_t n = ::recv(c->fd, staging, want, 0);
     if (n > 0) {
@@ -998,7 +1006,8 @@ bool HttpEngine::Impl::OnBytes(Conn* c, const uint8_t* p, size_t n) {
   if (!c->got_byte) {
     c->got_byte = true;
     const double ms =
-        std::chrono::duration<double, std::milli>(Clock::now() - j->attempt_started).count();
+        std::chrono::duration<double, std::milli>(Clock::now() - j->attempt_started)
+            .count();
     std::lock_guard lock(metrics_mutex);
     ttfb[Bucket(ms)]++;
   }
@@ -1010,7 +1019,8 @@ bool HttpEngine::Impl::OnBytes(Conn* c, const uint8_t* p, size_t n) {
     if (end != std::string_view::npos && end <= kMaxHeadBytes) {
       return OnHead(c, std::string_view(chars, end), p + end, n - end);
     }
-    if (n > kMaxHeadBytes) return Fail(c, CURLE_WEIRD_SERVER_REPLY, "response head larger than 64 KiB");
+    if (n > kMaxHeadBytes)
+      return Fail(c, CURLE_WEIRD_SERVER_REPLY, "response head larger than 64 KiB");
     c->head.assign(chars, n);
     return true;
   }
@@ -1032,13 +1042,16 @@ bool HttpEngine::Impl::OnHead(Conn* c, std::string_view head, const uint8_t* res
                               size_t rest_n) {
   Job* j = c->job;
   ForgetHeaders(j);
-  Status st = ParseResponseHead(head, &c->response, [j](std::string_view name, std::string_view value) {
-    ApplyHeader(j, name, value);
-  });
+  Status st = ParseResponseHead(head, &c->response,
+                                [j](std::string_view name, std::string_view value) {
+                                  ApplyHeader(j, name, value);
+                                });
   if (!st.ok()) return Fail(c, CURLE_WEIRD_SERVER_REPLY, st.message());
   const int code = c->response.status;
-  if (code == 101) return Fail(c, CURLE_WEIRD_SERVER_REPLY, "unexpected 101 Switching Protocols");
-  if (code < 200) {  // an interim reply (100 Continue, 103 Early Hints): the real one follows
+  if (code == 101)
+    return Fail(c, CURLE_WEIRD_SERVER_REPLY, "unexpected 101 Switching Protocols");
+  if (code <
+      200) {  // an interim reply (100 Continue, 103 Early Hints): the real one follows
     if (rest_n == 0) return true;
     std::string again(reinterpret_cast<const char*>(rest), rest_n);
     return OnBytes(c, reinterpret_cast<const uint8_t*>(again.data()), again.size());
@@ -1069,19 +1082,24 @@ bool HttpEngine::Impl::OnHead(Conn* c, std::string_view head, const uint8_t* res
 bool HttpEngine::Impl::OnBodyBytes(Conn* c, const uint8_t* p, size_t n) {
   Job* j = c->job;
   if (c->response.chunked) {
-    Result<size_t> used =
-        c->chunks.Feed(p, n, [&](const uint8_t* data, size_t len) { return TakeBody(j, data, len); });
+    Result<size_t> used = c->chunks.Feed(
+        p, n, [&](const uint8_t* data, size_t len) { return TakeBody(j, data, len); });
     if (!used.ok()) return Fail(c, CURLE_WEIRD_SERVER_REPLY, used.status().message());
-    if (j->too_large) return Fail(c, CURLE_WRITE_ERROR, "object larger than max_object_bytes");
+    if (j->too_large)
+      return Fail(c, CURLE_WRITE_ERROR, "object larger than max_object_bytes");
     if (!c->chunks.done()) return true;
     if (*used < n) c->broken = true;
     return Done(c);
   }
   if (c->until_close) {
-    return TakeBody(j, p, n) ? true : Fail(c, CURLE_WRITE_ERROR, "object larger than max_object_bytes");
+    return TakeBody(j, p, n)
+               ? true
+               : Fail(c, CURLE_WRITE_ERROR, "object larger than max_object_bytes");
   }
-  const size_t take = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(n), c->body_left));
-  if (!TakeBody(j, p, take)) return Fail(c, CURLE_WRITE_ERROR, "object larger than max_object_bytes");
+  const size_t take =
+      static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(n), c->body_left));
+  if (!TakeBody(j, p, take))
+    return Fail(c, CURLE_WRITE_ERROR, "object larger than max_object_bytes");
   c->body_left -= static_cast<int64_t>(take);
   if (c->body_left > 0) return true;
   if (take < n) c->broken = true;
@@ -1096,16 +1114,19 @@ bool HttpEngine::Impl::OnClosed(Conn* c, int error) {
   // A keep-alive connection the server had already closed: libcurl sends the request
   // again on a new connection once, and so do we. Nothing of a reply had arrived.
   if (c->reused && !c->got_byte && !c->resent) return Reopen(c);
-  const std::string why = error != 0 ? std::string("connection reset (") + std::strerror(error) + ")"
-                                     : std::string("connection closed");
+  const std::string why =
+      error != 0 ? std::string("connection reset (") + std::strerror(error) + ")"
+                 : std::string("connection closed");
   if (!c->got_byte) {
     return Fail(c, error != 0 ? CURLE_RECV_ERROR : CURLE_GOT_NOTHING,
                 why + " before any reply");
   }
-  if (c->state == Conn::State::kHead) return Fail(c, CURLE_RECV_ERROR, why + " inside the reply's head");
+  if (c->state == Conn::State::kHead)
+    return Fail(c, CURLE_RECV_ERROR, why + " inside the reply's head");
   if (error != 0) return Fail(c, CURLE_RECV_ERROR, why + " inside the body");
-  return Fail(c, CURLE_PARTIAL_FILE,
-              why + " with " + std::to_string(c->body_left) + " bytes of the body missing");
+  return Fail(
+      c, CURLE_PARTIAL_FILE,
+      why + " with " + std::to_string(c->body_left) + " bytes of the body missing");
 }
 
 bool HttpEngine::Impl::Reopen(Conn* c) {
@@ -1190,9 +1211,9 @@ void HttpEngine::Impl::Sweep(Clock::time_point now) {
       if (connecting < options.connect_timeout_s && running < options.total_timeout_s) {
         continue;
       }
-      std::snprintf(why, sizeof(why), "connecting timed out after %.1f s (%s)", connecting,
-                    connecting >= options.connect_timeout_s ? "connect_timeout"
-                                                            : "total_timeout");
+      std::snprintf(
+          why, sizeof(why), "connecting timed out after %.1f s (%s)", connecting,
+          connecting >= options.connect_timeout_s ? "connect_timeout" : "total_timeout");
     } else if (quiet >= options.stall_timeout_s) {
       std::snprintf(why, sizeof(why), "no data for %.1f s (stall_timeout)", quiet);
     } else if (running >= options.total_timeout_s) {
@@ -1232,7 +1253,8 @@ void HttpEngine::Impl::Retry(std::unique_ptr<Job> job, const Classification& why
                              bool can_resume) {
   // The last error's reason, and the transport's own words when there are some.
   const std::string last =
-      why.reason + (job->curl_error[0] != '\0' ? std::string(" (") + job->curl_error + ")" : "");
+      why.reason +
+      (job->curl_error[0] != '\0' ? std::string(" (") + job->curl_error + ")" : "");
   if (job->attempt >= options.retry.max_attempts) {
     CountError("max_attempts");
     Complete(std::move(job),
@@ -1555,12 +1577,12 @@ Result<std::unique_ptr<HttpEngine>> HttpEngine::Make(const ObjectStoreOptions& o
   impl->userpwd_user = s3.credentials.access_key_id;
   impl->userpwd_secret = s3.credentials.secret_access_key;
   if (!s3.credentials.empty()) {
-    impl->signer = std::make_unique<SigV4Signer>(s3.credentials.access_key_id,
-                                                 s3.credentials.secret_access_key, s3.region,
-                                                 "s3");
+    impl->signer = std::make_unique<SigV4Signer>(
+        s3.credentials.access_key_id, s3.credentials.secret_access_key, s3.region, "s3");
   }
   impl->staging = static_cast<uint8_t*>(std::aligned_alloc(64, kStagingBytes));
-  if (impl->staging == nullptr) return status::Internal("could not allocate the IO buffer");
+  if (impl->staging == nullptr)
+    return status::Internal("could not allocate the IO buffer");
   for (const std::string& entry : options.resolve) {
     impl->resolve = curl_slist_append(impl->resolve, entry.c_str());
     // "host:port:address" (the address may be bracketed IPv6): the own client's pins.

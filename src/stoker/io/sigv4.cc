@@ -62,12 +62,14 @@ std::string SigV4Signer::AmzDate(std::time_t t) {
 }
 
 std::string SigV4Signer::Authorization(
-    std::string_view method, std::string_view canonical_uri, std::string_view canonical_query,
+    std::string_view method, std::string_view canonical_uri,
+    std::string_view canonical_query,
     const std::vector<std::pair<std::string_view, std::string_view>>& headers,
     std::string_view payload_sha256, std::string_view amz_date) {
   const std::string_view day = amz_date.substr(0, 8);
   if (key_date_ != day) {
-    // kSigning = HMAC(HMAC(HMAC(HMAC("AWS4" + secret, day), region), service), "aws4_request")
+    // kSigning = HMAC(HMAC(HMAC(HMAC("AWS4" + secret, day), region), service),
+    // "aws4_request")
     std::string first = "AWS4" + secret_;
     uint8_t k[32];
     Hmac(reinterpret_cast<const uint8_t*>(first.data()), first.size(), day, k);
@@ -116,15 +118,21 @@ std::string SigV4Signer::Authorization(
       "/aws4_request");
   std::string to_sign;
   to_sign.reserve(160);
-  to_sign.append("AWS4-HMAC-SHA256\n").append(amz_date).append("\n").append(scope).append(
-      "\n");
+  to_sign.append("AWS4-HMAC-SHA256\n")
+      .append(amz_date)
+      .append("\n")
+      .append(scope)
+      .append("\n");
   to_sign.append(Sha256Hex(c));
   uint8_t signature[32];
   Hmac(signing_key_, sizeof(signing_key_), to_sign, signature);
 
   std::string out;
   out.reserve(200 + signed_names.size());
-  out.append("AWS4-HMAC-SHA256 Credential=").append(access_key_id_).append("/").append(scope);
+  out.append("AWS4-HMAC-SHA256 Credential=")
+      .append(access_key_id_)
+      .append("/")
+      .append(scope);
   out.append(", SignedHeaders=").append(signed_names).append(", Signature=");
   Hex(signature, sizeof(signature), &out);
   return out;
