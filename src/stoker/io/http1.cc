@@ -21,7 +21,7 @@ int HexDigit(uint8_t c) {
 bool HasToken(std::string_view value, std::string_view token) {
   while (!value.empty()) {
     const size_t comma = value.find(',');
-    if (HeaderIs(http1_detail::Trim(value.substr(0, comma)), token)) return true;
+    if (HeaderIs(TrimSpaces(value.substr(0, comma)), token)) return true;
     if (comma == std::string_view::npos) break;
     value.remove_prefix(comma + 1);
   }
@@ -46,13 +46,13 @@ bool HeaderIs(std::string_view name, std::string_view lower) {
   return true;
 }
 
-namespace http1_detail {
-
-std::string_view Trim(std::string_view v) {
+std::string_view TrimSpaces(std::string_view v) {
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
   return v;
 }
+
+namespace http1_detail {
 
 Status ParseStatusLine(std::string_view line, ResponseHead* out) {
   // HTTP/1.x SP 3DIGIT [SP reason]
@@ -97,7 +97,7 @@ Status ApplyFraming(std::string_view name, std::string_view value, ResponseHead*
     // Only a final "chunked" frames the body; any other coding runs to the close.
     const size_t comma = value.rfind(',');
     const std::string_view last =
-        Trim(comma == std::string_view::npos ? value : value.substr(comma + 1));
+        TrimSpaces(comma == std::string_view::npos ? value : value.substr(comma + 1));
     out->chunked = HeaderIs(last, "chunked");
     if (!out->chunked) out->close = true;
   } else if (HeaderIs(name, "connection")) {

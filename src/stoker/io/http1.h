@@ -20,6 +20,9 @@ size_t FindHeadEnd(std::string_view data);
 // Case-insensitive comparison of a header name with a lower-case one.
 bool HeaderIs(std::string_view name, std::string_view lower);
 
+// `v` without leading and trailing spaces and tabs (a header value's optional space).
+std::string_view TrimSpaces(std::string_view v);
+
 struct ResponseHead {
   int status = 0;
   int64_t content_length = -1;  // -1: the head gave none
@@ -66,7 +69,6 @@ Status ParseStatusLine(std::string_view line, ResponseHead* out);
 // Applies the framing headers (Content-Length, Transfer-Encoding, Connection).
 Status ApplyFraming(std::string_view name, std::string_view value, ResponseHead* out,
                     bool* keep_alive_seen);
-std::string_view Trim(std::string_view v);
 }  // namespace http1_detail
 
 template <typename OnHeader>
@@ -92,7 +94,7 @@ Status ParseResponseHead(std::string_view head, ResponseHead* out, OnHeader&& on
       return status::IOError("malformed HTTP response: header line without a name");
     }
     const std::string_view name = line.substr(0, colon);
-    const std::string_view value = http1_detail::Trim(line.substr(colon + 1));
+    const std::string_view value = TrimSpaces(line.substr(colon + 1));
     STOKER_RETURN_NOT_OK(http1_detail::ApplyFraming(name, value, out, &keep_alive_seen));
     on_header(name, value);
   }

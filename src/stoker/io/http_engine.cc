@@ -63,13 +63,10 @@ std::string ErrorCode(const std::string& body) {
   return body.substr(start, close - start);
 }
 
+// A header line from libcurl: its line end, then surrounding spaces and tabs, go.
 std::string_view TrimHeader(std::string_view v) {
-  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() &&
-         (v.back() == '\r' || v.back() == '\n' || v.back() == ' ' || v.back() == '\t')) {
-    v.remove_suffix(1);
-  }
-  return v;
+  while (!v.empty() && (v.back() == '\r' || v.back() == '\n')) v.remove_suffix(1);
+  return TrimSpaces(v);
 }
 
 bool ParseInt(std::string_view text, int64_t* out) {
@@ -719,18 +716,7 @@ void HttpEngine::Impl::StartOwn(Job* j) {
   std::string host_header =
       uri->host.find(':') != std::string::npos ? "[" + uri->host + "]" : uri->host;
   if (port != 80) host_header += ":" + std::to_string(port);
-  std::string target;
-  target.reserve(uri->path.size() + 16);
-  for (unsigned char ch : uri->path) {
-    if (PlainInTarget(ch)) {
-      target += static_cast<char>(ch);
-    } else {
-      static const char kHex[] = "0123456789ABCDEF";
-      target += '%';
-      target += kHex[ch >> 4];
-      target += kHex[ch & 15];
-    }
-  }
+  const std::string target = PercentEncode(uri->path, PlainInTarget);
   std::string range, if_match;
   if (j->ranged) {
     range = "bytes=" + std::to_string(j->request_offset) + "-";
@@ -1478,8 +1464,8 @@ void HttpEngine::Impl::Run() {
           std::chrono::ceil<std::chrono::milliseconds>(curl_due - Clock::now()).count();
       timeout_ms = static_cast<int>(std::clamp<int64_t>(wait, 0, timeout_ms));
     }
-    const bool own_active = in_flight.load(std::memory_order_relaxed) > 0;
-    if (own_active) {
+    // The own client's timeouts are swept while anything is in flight.
+    if (in_flight.load(std::memory_order_relaxed) > 0) {
       const auto wait =
           std::chrono::ceil<std::chrono::milliseconds>(next_sweep - Clock::now()).count();
       timeout_ms = static_cast<int>(std::clamp<int64_t>(wait, 0, timeout_ms));

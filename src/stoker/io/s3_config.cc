@@ -5,6 +5,8 @@
 #include <fstream>
 #include <map>
 
+#include "stoker/io/uri.h"
+
 namespace stoker::io {
 
 namespace {
@@ -226,18 +228,10 @@ Result<S3Config> ResolveS3Config(const S3Options& options, const EnvLookup& env)
 
 std::string S3ObjectUrl(const S3Config& config, const std::string& bucket,
                         const std::string& key) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string encoded;
-  encoded.reserve(key.size() + 8);
-  for (unsigned char c : key) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-      encoded += static_cast<char>(c);
-    } else {
-      encoded += '%';
-      encoded += kHex[c >> 4];
-      encoded += kHex[c & 15];
-    }
-  }
+  // Unreserved characters and '/' stay; SigV4 signs the path exactly as encoded here.
+  const std::string encoded = PercentEncode(key, [](unsigned char c) {
+    return std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/';
+  });
   // Virtual-hosted needs a DNS-label bucket; others fall back to path style.
   if (config.path_style || !IsDnsCompatibleBucket(bucket)) {
     return config.endpoint_url + "/" + bucket + "/" + encoded;

@@ -154,6 +154,23 @@ std::string RedactUri(std::string_view text) {
   return out;
 }
 
+std::string PercentEncode(std::string_view text, bool (*keep)(unsigned char)) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size() + 8);
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (keep(c)) {
+      out += ch;
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 Result<Uri> ParseUri(std::string_view text) {
   Uri uri;
   if (text.empty()) return status::InvalidArgument("empty URI");

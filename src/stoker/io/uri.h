@@ -43,6 +43,9 @@ Result<Uri> ParseUri(std::string_view text);
 // so that presigned-URL signatures and embedded passwords never leave the process.
 std::string RedactUri(std::string_view text);
 
+// `text` with every byte for which `keep` is false written as %XX (upper-case hex).
+std::string PercentEncode(std::string_view text, bool (*keep)(unsigned char));
+
 struct UriPolicy {
   // Scheme names a manifest may use: "local" (plain path), "file", "s3", "http", "https".
   std::vector<std::string> allowed_schemes = {"local", "file", "s3", "http", "https"};
