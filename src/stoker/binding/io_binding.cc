@@ -95,7 +95,7 @@ io::ByteRange MakeRange(int64_t offset, int64_t length) {
 // view of it is released.
 class PyBody {
  public:
-  PyBody(std::vector<uint8_t> data, std::shared_ptr<io::BodyBuffers> pool)
+  PyBody(io::Body data, std::shared_ptr<io::BodyBuffers> pool)
       : data_(std::move(data)), pool_(std::move(pool)) {}
   ~PyBody() { pool_->Give(std::move(data_)); }
   PyBody(const PyBody&) = delete;
@@ -109,7 +109,7 @@ class PyBody {
   }
 
  private:
-  std::vector<uint8_t> data_;
+  io::Body data_;
   std::shared_ptr<io::BodyBuffers> pool_;  // not the store: a view must not keep it open
 };
 
@@ -146,7 +146,7 @@ class PyReadStream {
     }
     // The callback wrote the slot before setting done under the mutex: it is ours now.
     Status status = std::move(slot->status);
-    std::vector<uint8_t> data = std::move(slot->data);
+    io::Body data = std::move(slot->data);
     slot->done = false;
     ++next_;
     if (!status.ok()) {
@@ -167,7 +167,7 @@ class PyReadStream {
   struct Slot {
     bool done = false;
     Status status;
-    std::vector<uint8_t> data;
+    io::Body data;
   };
   // Shared with the callbacks, so reads still in flight when the iterator is dropped
   // have somewhere to land.
@@ -181,7 +181,7 @@ class PyReadStream {
     // The callback must not own the store: dropping the last reference on the IO
     // thread would make the store join that thread from itself.
     store_->Submit(uris_[i], {},
-                   [state = state_, i](Status st, std::vector<uint8_t> data, io::ObjectInfo) {
+                   [state = state_, i](Status st, io::Body data, io::ObjectInfo) {
                      std::lock_guard lock(state->mutex);
                      Slot& slot = state->slots[i % state->slots.size()];
                      slot.status = std::move(st);
@@ -213,7 +213,7 @@ class PyObjectStore {
   }
 
   nb::bytes Read(const std::string& uri, int64_t offset, int64_t length) {
-    std::vector<uint8_t> out;
+    io::Body out;
     Status st;
     {
       nb::gil_scoped_release release;
@@ -225,7 +225,7 @@ class PyObjectStore {
 
   // (bytes, object size or -1, etag) of a range: what staging a manifest needs.
   nb::tuple ReadWithInfo(const std::string& uri, int64_t offset, int64_t length) {
-    std::vector<uint8_t> out;
+    io::Body out;
     io::ObjectInfo info;
     Status st;
     {
@@ -246,7 +246,7 @@ class PyObjectStore {
   nb::list ReadMany(const std::vector<std::string>& uris, bool return_errors) {
     struct Slot {
       Status status;
-      std::vector<uint8_t> data;
+      io::Body data;
     };
     const size_t n = uris.size();
     std::vector<Slot> slots(n);
@@ -257,15 +257,14 @@ class PyObjectStore {
     {
       nb::gil_scoped_release release;
       for (size_t i = 0; i < n; ++i) {
-        store_->Submit(uris[i], {},
-                       [&, i](Status st, std::vector<uint8_t> data, io::ObjectInfo) {
-                         std::lock_guard lock(mutex);
-                         slots[i].status = std::move(st);
-                         slots[i].data = std::move(data);
-                         finished.push_back(i);
-                         ++callbacks_run;
-                         cv.notify_one();
-                       });
+        store_->Submit(uris[i], {}, [&, i](Status st, io::Body data, io::ObjectInfo) {
+          std::lock_guard lock(mutex);
+          slots[i].status = std::move(st);
+          slots[i].data = std::move(data);
+          finished.push_back(i);
+          ++callbacks_run;
+          cv.notify_one();
+        });
       }
     }
     // The callbacks write into this frame: whatever happens below (a MemoryError), no

@@ -4,8 +4,8 @@
 
 namespace stoker::io {
 
-std::vector<uint8_t> BodyBuffers::Take(size_t size) {
-  std::vector<uint8_t> buffer;
+Body BodyBuffers::Take(size_t size) {
+  Body buffer;
   if (size < kMinKept || static_cast<int64_t>(size) > max_bytes_ / 4) {
     buffer.reserve(size);
     return buffer;
@@ -27,7 +27,7 @@ std::vector<uint8_t> BodyBuffers::Take(size_t size) {
   return buffer;
 }
 
-void BodyBuffers::Give(std::vector<uint8_t> buffer) {
+void BodyBuffers::Give(Body buffer) {
   const size_t capacity = buffer.capacity();
   if (capacity < kMinKept || static_cast<int64_t>(capacity) > max_bytes_ / 4) return;
   buffer.clear();

@@ -8,8 +8,8 @@
 // mapped and warm.
 //
 // This is the IO side's counterpart of stoker::BufferPool (core/buffer_pool.h), with
-// the same size classes: bodies travel as std::vector<uint8_t> (the ReadCallback's
-// type), so the pool holds vectors rather than raw aligned blocks. It keeps at most
+// the same size classes: bodies travel as io::Body vectors (the ReadCallback's type),
+// so the pool holds those rather than raw blocks. It keeps at most
 // `max_bytes` of capacity; what is given back beyond that is freed. Thread-safe; every
 // call is one short critical section.
 #pragma once
@@ -19,6 +19,8 @@
 #include <map>
 #include <mutex>
 #include <vector>
+
+#include "stoker/io/body.h"
 
 namespace stoker::io {
 
@@ -30,10 +32,10 @@ class BodyBuffers {
 
   // An empty vector with capacity for at least `size` bytes (at most twice that): a
   // kept one when there is one, else a new one of the size class's capacity.
-  std::vector<uint8_t> Take(size_t size);
+  Body Take(size_t size);
   // Keeps `buffer`'s memory for a later Take, or frees it when the pool is full or the
   // buffer is too small or too large to be worth keeping.
-  void Give(std::vector<uint8_t> buffer);
+  void Give(Body buffer);
 
   int64_t kept_bytes() const;
   static constexpr size_t kMinKept = size_t{16} << 10;
@@ -41,7 +43,7 @@ class BodyBuffers {
  private:
   const int64_t max_bytes_;
   mutable std::mutex mutex_;
-  std::map<size_t, std::vector<std::vector<uint8_t>>> by_capacity_;  // guarded by mutex_
+  std::map<size_t, std::vector<Body>> by_capacity_;                  // guarded by mutex_
   int64_t kept_bytes_ = 0;                                           // guarded by mutex_
 };
 

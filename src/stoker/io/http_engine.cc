@@ -29,6 +29,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "stoker/core/streaming_copy.h"
 #include "stoker/io/body_buffers.h"
 #include "stoker/io/http1.h"
 #include "stoker/io/sigv4.h"
@@ -217,7 +218,7 @@ struct Conn {
 struct Job {
   HttpRequest request;
   ReadCallback done;
-  std::vector<uint8_t> data;  // body bytes of this read so far (across resumed attempts)
+  Body data;                  // body bytes of this read so far (across resumed attempts)
   std::string etag;           // of the first response: resumes must match it
   int64_t object_size = -1;
   int attempt = 0;
@@ -492,7 +493,12 @@ bool HttpEngine::Impl::TakeBody(Job* job, const uint8_t* bytes, size_t len) {
       job->data.reserve(want);
     }
   }
-  job->data.insert(job->data.end(), bytes, bytes + len);  // same type: a memcpy
+  // Another thread reads the body later, after this copy has left the cache: streaming
+  // stores spare reading each destination line before writing it. (Growing a Body
+  // leaves its new bytes unset, so this is the only pass over them.)
+  const size_t old_size = job->data.size();
+  job->data.resize(old_size + len);
+  StreamingCopy(job->data.data() + old_size, bytes, len);
   bytes_in_flight += static_cast<int64_t>(len);
   this->bytes += len;
   return true;
@@ -1414,7 +1420,7 @@ void HttpEngine::Impl::FinishAttempt(Job* raw, CURLcode rc) {
                             ? size
                             : std::min(size, start + job->request.range.length);
     if (start > 0 || end < size) {
-      std::vector<uint8_t> slice(job->data.begin() + start, job->data.begin() + end);
+      Body slice(job->data.begin() + start, job->data.begin() + end);
       bytes_in_flight -= size - static_cast<int64_t>(slice.size());
       job->data = std::move(slice);
     }

@@ -32,7 +32,7 @@ class FileDescriptor {
 
 }  // namespace
 
-Status ReadFile(const std::string& path, std::vector<uint8_t>* out) {
+Status ReadFile(const std::string& path, Body* out) {
   FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return ErrnoStatus(errno, "cannot open", path);
   struct stat st;

@@ -11,6 +11,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "stoker/io/body_buffers.h"
 #include "stoker/io/http_engine.h"
@@ -129,7 +130,7 @@ Result<std::shared_ptr<ObjectStore>> ObjectStore::Make(ObjectStoreOptions option
   return store;
 }
 
-Status ObjectStore::ReadLocal(const Uri& uri, ByteRange range, std::vector<uint8_t>* out,
+Status ObjectStore::ReadLocal(const Uri& uri, ByteRange range, Body* out,
                               ObjectInfo* info) {
   const auto start = Clock::now();
   auto finish = [&](Status st) {
@@ -159,7 +160,10 @@ Status ObjectStore::ReadLocal(const Uri& uri, ByteRange range, std::vector<uint8
       result = status::LimitExceeded("cannot read '", uri.path,
                                      "': larger than max_object_bytes");
     } else {
-      out->resize(static_cast<size_t>(end - begin));
+      const size_t want = static_cast<size_t>(end - begin);
+      if (out->capacity() < want)
+        buffers_->Give(std::exchange(*out, buffers_->Take(want)));
+      out->resize(want);  // a Body leaves the bytes unset: pread writes each once
       size_t done = 0;
       while (done < out->size()) {
         const ssize_t n = ::pread(fd, out->data() + done, out->size() - done,
@@ -195,7 +199,7 @@ void ObjectStore::Submit(const std::string& text, ByteRange range, ReadCallback 
   }
   if (!uri->is_remote()) {
     local_->Submit([this, u = *uri, range, done = std::move(done)] {
-      std::vector<uint8_t> data;
+      Body data;
       ObjectInfo info;
       Status st = ReadLocal(u, range, &data, &info);
       done(std::move(st), std::move(data), std::move(info));
@@ -221,8 +225,8 @@ void ObjectStore::Submit(const std::string& text, ByteRange range, ReadCallback 
   engine_->Submit(std::move(request), std::move(done));
 }
 
-Status ObjectStore::Read(const std::string& uri, ByteRange range,
-                         std::vector<uint8_t>* out, ObjectInfo* info) {
+Status ObjectStore::Read(const std::string& uri, ByteRange range, Body* out,
+                         ObjectInfo* info) {
   auto parsed = ParseUri(uri);
   if (range.offset < 0 || range.length < -1) {
     return status::InvalidArgument("cannot read '", RedactUri(uri),
@@ -237,10 +241,10 @@ Status ObjectStore::Read(const std::string& uri, ByteRange range,
   std::condition_variable cv;
   bool finished = false;
   Status result;
-  Submit(uri, range, [&](Status st, std::vector<uint8_t> data, ObjectInfo got) {
+  Submit(uri, range, [&](Status st, Body data, ObjectInfo got) {
     std::lock_guard lock(mutex);
     result = std::move(st);
-    *out = std::move(data);
+    buffers_->Give(std::exchange(*out, std::move(data)));  // keeps the caller's old one
     if (info != nullptr) *info = std::move(got);
     finished = true;
     cv.notify_one();
@@ -250,7 +254,7 @@ Status ObjectStore::Read(const std::string& uri, ByteRange range,
   return result;
 }
 
-void ObjectStore::Recycle(std::vector<uint8_t> buffer) { buffers_->Give(std::move(buffer)); }
+void ObjectStore::Recycle(Body buffer) { buffers_->Give(std::move(buffer)); }
 
 IoMetrics ObjectStore::Metrics() const { return engine_->Metrics(); }
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "stoker/core/status.h"
+#include "stoker/io/body.h"
 #include "stoker/io/retry.h"
 #include "stoker/io/s3_config.h"
 #include "stoker/io/uri.h"
@@ -89,8 +90,7 @@ struct IoMetrics {
   Histogram total_ms{};  // per read: submit to completion
 };
 
-using ReadCallback =
-    std::function<void(Status status, std::vector<uint8_t> data, ObjectInfo info)>;
+using ReadCallback = std::function<void(Status status, Body data, ObjectInfo info)>;
 
 class BodyBuffers;
 class HttpEngine;
@@ -109,12 +109,12 @@ class ObjectStore {
   void Submit(const std::string& uri, ByteRange range, ReadCallback done);
 
   // Reads `uri` into `out` (resized), blocking the calling thread.
-  Status Read(const std::string& uri, ByteRange range, std::vector<uint8_t>* out,
+  Status Read(const std::string& uri, ByteRange range, Body* out,
               ObjectInfo* info = nullptr);
 
   // Hands back the buffer of a body the caller is done with: a later read of a similar
   // size fills it instead of fresh memory (bounded by kept_body_bytes).
-  void Recycle(std::vector<uint8_t> buffer);
+  void Recycle(Body buffer);
   // The pool behind Recycle, for owners of bodies that may outlive the store.
   const std::shared_ptr<BodyBuffers>& buffers() const { return buffers_; }
 
@@ -126,8 +126,7 @@ class ObjectStore {
 
  private:
   ObjectStore(ObjectStoreOptions options, S3Config s3_config);
-  Status ReadLocal(const Uri& uri, ByteRange range, std::vector<uint8_t>* out,
-                   ObjectInfo* info);
+  Status ReadLocal(const Uri& uri, ByteRange range, Body* out, ObjectInfo* info);
 
   // Not const: the destructor overwrites the secrets they hold.
   ObjectStoreOptions options_;

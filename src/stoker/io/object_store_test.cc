@@ -150,7 +150,7 @@ INSTANTIATE_TEST_SUITE_P(Clients, ObjectStoreHttpTest,
 
 TEST_F(ObjectStoreTest, LocalWholeAndRange) {
   auto store = Make();
-  std::vector<uint8_t> out;
+  Body out;
   ObjectInfo info;
   ASSERT_TRUE(store->Read("a.bin", {}, &out, &info).ok());
   EXPECT_EQ(std::string(out.begin(), out.end()), "0123456789");
@@ -174,7 +174,7 @@ TEST_F(ObjectStoreTest, LocalWholeAndRange) {
 
 TEST_F(ObjectStoreTest, LocalEscapesRefused) {
   auto store = Make();
-  std::vector<uint8_t> out;
+  Body out;
   Status link = store->Read("link.bin", {}, &out);
   EXPECT_NE(link.message().find("(rule: symlink escape)"), std::string::npos);
   Status dots = store->Read("../outside.txt", {}, &out);
@@ -191,7 +191,7 @@ TEST_F(ObjectStoreTest, AsyncSubmitDeliversEveryCallbackOnce) {
   constexpr int kReads = 50;
   for (int i = 0; i < kReads; ++i) {
     store->Submit(i % 5 == 0 ? "nope.bin" : "a.bin", {static_cast<int64_t>(i % 10), 1},
-                  [&, i](Status st, std::vector<uint8_t> data, ObjectInfo) {
+                  [&, i](Status st, Body data, ObjectInfo) {
                     std::lock_guard lock(mutex);
                     if (st.ok() && data.size() == 1 && data[0] == '0' + i % 10) ++ok;
                     ++done;
@@ -208,7 +208,7 @@ TEST_P(ObjectStoreHttpTest, ResolvedLoopbackRefusedAtConnectTime) {
   const int port = DeadPort();
   options_.resolve = {"innocent.example:" + std::to_string(port) + ":127.0.0.1"};
   auto store = Make();
-  std::vector<uint8_t> out;
+  Body out;
   Status st =
       store->Read("http://innocent.example:" + std::to_string(port) + "/x", {}, &out);
   ASSERT_FALSE(st.ok());
@@ -223,7 +223,7 @@ TEST_P(ObjectStoreHttpTest, ConnectionRefusedRetriedUpToMaxAttempts) {
   options_.policy.allow_private_addresses = true;
   options_.retry.max_attempts = 3;
   auto store = Make();
-  std::vector<uint8_t> out;
+  Body out;
   ObjectInfo info;
   Status st =
       store->Read("http://127.0.0.1:" + std::to_string(port) + "/x?X-Amz-Signature=S", {},
@@ -245,7 +245,7 @@ TEST_P(ObjectStoreHttpTest, BudgetExhaustionFailsFast) {
   options_.retry.max_attempts = 100;
   options_.retry.budget_tokens = 14 * 3;  // three transient retries in all
   auto store = Make();
-  std::vector<uint8_t> out;
+  Body out;
   Status st = store->Read("http://127.0.0.1:" + std::to_string(port) + "/x", {}, &out);
   EXPECT_EQ(st.code(), StatusCode::kUnavailable);
   EXPECT_NE(st.message().find("retry budget exhausted"), std::string::npos)
@@ -275,7 +275,7 @@ TEST_P(ObjectStoreHttpTest, DestroyWhileInFlightCancels) {
     auto store = Make();
     for (int i = 0; i < 4; ++i) {
       store->Submit("http://127.0.0.1:" + std::to_string(port) + "/x", {},
-                    [&](Status st, std::vector<uint8_t>, ObjectInfo) {
+                    [&](Status st, Body, ObjectInfo) {
                       if (st.code() == StatusCode::kCancelled) ++cancelled;
                     });
     }
@@ -298,7 +298,7 @@ TEST_P(ObjectStoreHttpTest, ShortBodyResumesWithRangeAndIfMatch) {
   });
   options_.policy.allow_private_addresses = true;
   auto store = Make();
-  std::vector<uint8_t> out;
+  Body out;
   ObjectInfo info;
   Status st = store->Read("http://127.0.0.1:" + std::to_string(server.port()) + "/obj",
                           {}, &out, &info);
@@ -332,7 +332,7 @@ TEST_P(ObjectStoreHttpTest, ChangedObjectFailsAndServerIgnoringRangeIsSliced) {
   options_.policy.allow_private_addresses = true;
   auto store = Make();
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/obj";
-  std::vector<uint8_t> out;
+  Body out;
   Status changed = store->Read(url, {}, &out);
   EXPECT_EQ(changed.code(), StatusCode::kIOError);
   EXPECT_NE(changed.message().find("changed while it was read"), std::string::npos);
@@ -350,7 +350,7 @@ TEST_P(ObjectStoreHttpTest, RetryAfterHintStretchesTheBackoffBoundedAndInvalidIg
   });
   options_.policy.allow_private_addresses = true;
   auto store = Make();
-  std::vector<uint8_t> out;
+  Body out;
   const auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(
       store->Read("http://127.0.0.1:" + std::to_string(server.port()) + "/o", {}, &out)
@@ -372,7 +372,7 @@ TEST_P(ObjectStoreHttpTest, TooLargeBodyAndRedirectRefused) {
   options_.max_object_bytes = 50;
   auto store = Make();
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/obj";
-  std::vector<uint8_t> out;
+  Body out;
   EXPECT_EQ(store->Read(url, {}, &out).code(), StatusCode::kLimitExceeded);
   Status redirect = store->Read(url, {}, &out);
   EXPECT_NE(redirect.message().find("(rule: redirects)"), std::string::npos);
@@ -403,14 +403,14 @@ TEST_P(ObjectStoreHttpTest, FramingSplitAcrossManyReads) {
   auto store = Make();
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/o";
   for (const char* what : {"chunked", "after 100 Continue", "HTTP/1.0 until close"}) {
-    std::vector<uint8_t> out;
+    Body out;
     Status st = store->Read(url, {}, &out);
     ASSERT_TRUE(st.ok()) << what << ": " << st.ToString();
     EXPECT_EQ(std::string(out.begin(), out.end()), body) << what;
   }
   // Two Content-Lengths that disagree: the own client refuses the reply (RFC 9112);
   // libcurl 7.88 takes one of them.
-  std::vector<uint8_t> out;
+  Body out;
   Status conflicting = store->Read(url, {}, &out);
   if (GetParam() == HttpClient::kAuto) {
     EXPECT_NE(conflicting.message().find("Content-Length"), std::string::npos)

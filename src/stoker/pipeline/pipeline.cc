@@ -333,7 +333,7 @@ void Pipeline::WriteSamplePixels(const std::shared_ptr<BatchSlot>& slot, size_t 
                      .WithContext(out.sample_key);
   }
   // The encoded bytes are no longer needed.
-  std::vector<std::vector<uint8_t>>().swap(out.prepared.image_bytes);
+  std::vector<io::Body>().swap(out.prepared.image_bytes);
   if (slot->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     FinishModelBatch(slot, scratch);
   }

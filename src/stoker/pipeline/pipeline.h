@@ -133,7 +133,7 @@ class Pipeline {
  private:
   struct BatchSlot;
   struct WorkerScratch {
-    std::vector<uint8_t> file_bytes;
+    io::Body file_bytes;
     SampleScratch sample;  // its conversation parser serves raw-image batches too
     std::vector<float> repair_pixels;
   };

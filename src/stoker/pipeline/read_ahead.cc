@@ -21,7 +21,7 @@ std::shared_ptr<ImageReads> ImageReads::Start(io::ObjectStore& store,
   // Every slot exists before the first read starts: a callback may run at once.
   for (size_t i = 0; i < refs.size(); ++i) {
     store.Submit(io::ResolvePath(image_root, refs[i]), {},
-                 [reads, i](Status status, std::vector<uint8_t> data, io::ObjectInfo) {
+                 [reads, i](Status status, io::Body data, io::ObjectInfo) {
                    {
                      std::lock_guard lock(reads->mu_);
                      Slot& slot = reads->slots_[i];
@@ -35,7 +35,7 @@ std::shared_ptr<ImageReads> ImageReads::Start(io::ObjectStore& store,
   return reads;
 }
 
-bool ImageReads::Take(size_t index, const std::string& ref, std::vector<uint8_t>* out,
+bool ImageReads::Take(size_t index, const std::string& ref, io::Body* out,
                       Status* status) {
   if (index >= slots_.size() || slots_[index].ref != ref) return false;
   std::unique_lock lock(mu_);
@@ -53,7 +53,7 @@ bool ImageReads::Take(size_t index, const std::string& ref, std::vector<uint8_t>
   *status = slot.status;
   out->swap(slot.data);
   // The caller's previous buffer goes back to the store's pool for a later read.
-  std::vector<uint8_t> previous = std::move(slot.data);
+  io::Body previous = std::move(slot.data);
   slot.data = {};
   lock.unlock();
   if (pool_ != nullptr) pool_->Give(std::move(previous));

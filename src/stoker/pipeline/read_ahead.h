@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "stoker/core/status.h"
+#include "stoker/io/body.h"
 
 namespace stoker::io {
 class BodyBuffers;
@@ -43,8 +44,7 @@ class ImageReads {
   // If image `index` of the sample was read ahead under the same `ref` and not taken
   // yet: waits for its read, moves the bytes into *out, sets *status and returns true.
   // False when it was not read ahead: ReadImage then reads it itself.
-  bool Take(size_t index, const std::string& ref, std::vector<uint8_t>* out,
-            Status* status);
+  bool Take(size_t index, const std::string& ref, io::Body* out, Status* status);
 
   size_t size() const { return slots_.size(); }
 
@@ -54,7 +54,7 @@ class ImageReads {
     bool done = false;
     bool taken = false;
     Status status;
-    std::vector<uint8_t> data;
+    io::Body data;
   };
   std::mutex mu_;  // guards the slots' done/status/data
   std::condition_variable done_;

@@ -49,7 +49,7 @@ TEST_F(ImageReadsTest, TakesEachImageOnceUnderItsReference) {
   auto reads = ImageReads::Start(*store, root_, {"img/a.jpg", "img/b.jpg", "img/none.jpg"},
                                  stop.get_token());
   ASSERT_EQ(reads->size(), 3u);
-  std::vector<uint8_t> out;
+  io::Body out;
   Status status;
   // Another reference at that position (a substitute sample): not read ahead.
   EXPECT_FALSE(reads->Take(0, "img/b.jpg", &out, &status));
@@ -91,7 +91,7 @@ TEST_F(ImageReadsTest, StopEndsTheWaitForAReadThatHangs) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     stop.request_stop();
   });
-  std::vector<uint8_t> out;
+  io::Body out;
   Status status;
   ASSERT_TRUE(reads->Take(0, url, &out, &status));
   closer.join();

@@ -42,8 +42,7 @@ Result<std::shared_ptr<const SampleProcessor>> SampleProcessor::Make(
 }
 
 Status ReadImage(const std::string& image_root, const std::string& ref,
-                 io::ObjectStore* store, std::vector<uint8_t>* out, ImageReads* ahead,
-                 size_t index) {
+                 io::ObjectStore* store, io::Body* out, ImageReads* ahead, size_t index) {
   const std::string context = "image '" + ref + "'";
   Status taken;
   if (ahead != nullptr && ahead->Take(index, ref, out, &taken)) {

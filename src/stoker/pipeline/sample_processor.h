@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "stoker/core/status.h"
+#include "stoker/io/body.h"
 #include "stoker/text/sample_encoder.h"
 #include "stoker/text/tokenizer.h"
 #include "stoker/vision/encoded_image.h"
@@ -44,8 +45,8 @@ class ImageReads;
 // reference: "image 'a.jpg': ...". Image `index` of the sample is taken from `ahead`
 // when it was read ahead (see read_ahead.h).
 Status ReadImage(const std::string& image_root, const std::string& ref,
-                 io::ObjectStore* store, std::vector<uint8_t>* out,
-                 ImageReads* ahead = nullptr, size_t index = 0);
+                 io::ObjectStore* store, io::Body* out, ImageReads* ahead = nullptr,
+                 size_t index = 0);
 
 // What to do with a sample longer than max_length tokens.
 enum class OverlongPolicy : uint8_t {
@@ -66,7 +67,7 @@ struct ModelInputOptions {
 
 // Phase 1's result, kept until the sample's pixels are written.
 struct PreparedSample {
-  std::vector<std::vector<uint8_t>> image_bytes;  // encoded, one per kept image
+  std::vector<io::Body> image_bytes;              // encoded, one per kept image
   std::vector<std::string> image_refs;            // as written in the manifest
   std::vector<vision::ImagePlan> plans;           // one per kept image
   text::EncodedSample text;
