@@ -759,10 +759,13 @@ void HttpEngine::Impl::StartOwn(Job* j) {
     o.append("x-amz-content-sha256: ").append(kEmptySha256).append("\r\n");
     o.append("x-amz-date: ").append(date).append("\r\n");
     if (!token.empty()) o.append("x-amz-security-token: ").append(token).append("\r\n");
-    o.append("Authorization: ")
-        .append(signer->Authorization("GET", path, query_text, signed_headers,
-                                      kEmptySha256, date))
-        .append("\r\n");
+    const std::string authorization = signer->Authorization(
+        "GET", path, query_text, signed_headers, kEmptySha256, date);
+    if (authorization.empty()) {
+      Fail(c, CURLE_OUT_OF_MEMORY, "could not sign the request (OpenSSL failed)");
+      return;
+    }
+    o.append("Authorization: ").append(authorization).append("\r\n");
   }
   o.append("\r\n");
 
@@ -1569,8 +1572,10 @@ Result<std::unique_ptr<HttpEngine>> HttpEngine::Make(const ObjectStoreOptions& o
   impl->userpwd_user = s3.credentials.access_key_id;
   impl->userpwd_secret = s3.credentials.secret_access_key;
   if (!s3.credentials.empty()) {
-    impl->signer = std::make_unique<SigV4Signer>(
-        s3.credentials.access_key_id, s3.credentials.secret_access_key, s3.region, "s3");
+    STOKER_ASSIGN_OR_RETURN(
+        impl->signer,
+        SigV4Signer::Make(s3.credentials.access_key_id, s3.credentials.secret_access_key,
+                          s3.region, "s3"));
   }
   impl->staging = static_cast<uint8_t*>(std::aligned_alloc(64, kStagingBytes));
   if (impl->staging == nullptr)
