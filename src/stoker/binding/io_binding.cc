@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -142,7 +143,9 @@ class PyReadStream {
       while (submitted_ < uris_.size() && submitted_ < next_ + window_) Submit(submitted_++);
       std::unique_lock lock(state_->mutex);
       slot = &state_->slots[next_ % state_->slots.size()];
+      state_->waiting_for = next_;
       state_->cv.wait(lock, [&] { return slot->done; });
+      state_->waiting_for = kNone;
     }
     // The callback wrote the slot before setting done under the mutex: it is ours now.
     Status status = std::move(slot->status);
@@ -171,10 +174,14 @@ class PyReadStream {
   };
   // Shared with the callbacks, so reads still in flight when the iterator is dropped
   // have somewhere to land.
+  static constexpr size_t kNone = SIZE_MAX;
   struct State {
     std::mutex mutex;
     std::condition_variable cv;
     std::vector<Slot> slots;  // a ring: uri i lands in slots[i % size]
+    // The index the consumer waits for, or kNone: only its read wakes it (the reads
+    // after it are taken without waiting once it is there).
+    size_t waiting_for = kNone;
   };
 
   void Submit(size_t i) {
@@ -187,7 +194,7 @@ class PyReadStream {
                      slot.status = std::move(st);
                      slot.data = std::move(data);
                      slot.done = true;
-                     state->cv.notify_all();
+                     if (state->waiting_for == i) state->cv.notify_all();
                    });
   }
 
