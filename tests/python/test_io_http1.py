@@ -257,3 +257,30 @@ def test_benchmark_floor_client_builds_and_reads(tmp_path):
 def test_http_client_option_is_checked():
     with pytest.raises(errors.InvalidArgumentError, match="http_client"):
         stoker.io.ObjectStore(http_client="nghttp2")
+
+
+def test_iter_read_refuses_a_second_thread_while_one_waits():
+    # next() waits without the GIL; another thread advancing the same stream meanwhile
+    # would take the same slot. It is refused, as a running generator refuses.
+    release = threading.Event()
+
+    def reply(path, n):
+        release.wait(10)
+        return ok(path.encode())
+
+    server = RawServer(reply)
+    stream = store().iter_read([server.url("/a"), server.url("/b")])
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(bytes(next(stream))))
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while not server.heads and time.monotonic() < deadline:  # it is inside next()
+        time.sleep(0.01)
+    try:
+        with pytest.raises(ValueError, match="already being advanced"):
+            next(stream)
+    finally:
+        release.set()
+        waiter.join(10)
+    assert got == [b"/a"]
+    assert bytes(next(stream)) == b"/b"

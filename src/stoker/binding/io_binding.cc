@@ -136,6 +136,15 @@ class PyReadStream {
 
   nb::object Next() {
     if (next_ >= uris_.size()) throw nb::stop_iteration();
+    // The wait below lets go of the GIL: a second thread must not advance the stream
+    // meanwhile (a generator says the same). Checked and set under the GIL.
+    if (advancing_)
+      throw nb::value_error("iter_read: the stream is already being advanced");
+    advancing_ = true;
+    struct Done {
+      bool& flag;
+      ~Done() { flag = false; }
+    } done{advancing_};
     Slot* slot = nullptr;
     {
       nb::gil_scoped_release release;
@@ -204,6 +213,7 @@ class PyReadStream {
   const bool return_errors_;
   std::shared_ptr<State> state_;
   size_t next_ = 0;       // the next index to yield
+  bool advancing_ = false;  // a Next is running (read and written under the GIL)
   size_t submitted_ = 0;  // indexes below this are submitted
 };
 
@@ -227,7 +237,9 @@ class PyObjectStore {
       st = store_->Read(uri, MakeRange(offset, length), &out);
     }
     if (!st.ok()) Throw(st);
-    return nb::bytes(reinterpret_cast<const char*>(out.data()), out.size());
+    nb::bytes bytes(reinterpret_cast<const char*>(out.data()), out.size());
+    store_->Recycle(std::move(out));
+    return bytes;
   }
 
   // (bytes, object size or -1, etag) of a range: what staging a manifest needs.
@@ -240,9 +252,9 @@ class PyObjectStore {
       st = store_->Read(uri, MakeRange(offset, length), &out, &info);
     }
     if (!st.ok()) Throw(st);
-    return nb::make_tuple(
-        nb::bytes(reinterpret_cast<const char*>(out.data()), out.size()), info.size,
-        info.etag);
+    nb::bytes bytes(reinterpret_cast<const char*>(out.data()), out.size());
+    store_->Recycle(std::move(out));
+    return nb::make_tuple(bytes, info.size, info.etag);
   }
 
   // Every result in order; a failed read is an exception object in its place when
