@@ -187,7 +187,9 @@ class ObjectStore:
         Each body is a read-only ``memoryview`` over the received buffer, not a copy
         (``bytes(view)`` makes one); when the last reference to it goes, its buffer is
         reused by a later read. A failure raises and ends the iteration, or with
-        ``return_errors=True`` its exception object takes the body's place."""
+        ``return_errors=True`` its exception object takes the body's place. Like a
+        generator, the stream is advanced by one thread at a time: ``next()`` from a
+        second thread while one waits raises ``ValueError``."""
         if window is not None and window < 1:
             raise ValueError(f"window must be at least 1, got {window}")
         return self._native.iter_read(list(uris), 0 if window is None else int(window),
