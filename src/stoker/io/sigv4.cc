@@ -70,19 +70,6 @@ void Hex(const uint8_t* bytes, size_t n, std::string* out) {
 
 }  // namespace
 
-std::string Sha256Hex(std::string_view data) {
-  uint8_t digest[kDigest];
-  unsigned int len = 0;
-  if (Sha256Md() == nullptr ||
-      EVP_Digest(data.data(), data.size(), digest, &len, Sha256Md(), nullptr) != 1) {
-    return "";
-  }
-  std::string hex;
-  hex.reserve(2 * kDigest);
-  Hex(digest, sizeof(digest), &hex);
-  return hex;
-}
-
 Result<std::unique_ptr<SigV4Signer>> SigV4Signer::Make(std::string access_key_id,
                                                        std::string secret_access_key,
                                                        std::string region,

@@ -64,7 +64,4 @@ class SigV4Signer {
   std::string canonical_;  // reused per request
 };
 
-// Lower-case hex of SHA-256 of `data`.
-std::string Sha256Hex(std::string_view data);
-
 }  // namespace stoker::io

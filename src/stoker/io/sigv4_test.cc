@@ -5,9 +5,27 @@
 #include <openssl/hmac.h>
 
 #include <string>
+#include <string_view>
 
 namespace stoker::io {
 namespace {
+
+std::string Hex(std::string_view bytes) {
+  std::string hex;
+  for (unsigned char ch : bytes) {
+    hex += "0123456789abcdef"[ch >> 4];
+    hex += "0123456789abcdef"[ch & 15];
+  }
+  return hex;
+}
+
+// Lower-case hex of SHA-256 of `data` (the payload and canonical-request hashes).
+std::string Sha256Hex(std::string_view data) {
+  unsigned char digest[32];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
+  return Hex(std::string_view(reinterpret_cast<char*>(digest), len));
+}
 
 // AWS's published example of a signed S3 GET Object with a Range header ("Signature
 // Calculations for the Authorization Header: Transferring Payload in a Single Chunk").
@@ -66,12 +84,7 @@ std::string ReferenceSignature(const std::string& secret, const std::string& day
   };
   const std::string key =
       hmac(hmac(hmac(hmac("AWS4" + secret, day), region), "s3"), "aws4_request");
-  std::string hex;
-  for (unsigned char ch : hmac(key, to_sign)) {
-    hex += "0123456789abcdef"[ch >> 4];
-    hex += "0123456789abcdef"[ch & 15];
-  }
-  return hex;
+  return Hex(hmac(key, to_sign));
 }
 
 // Secrets of every length around SHA-256's 64-byte block (with "AWS4", a secret of 61
